@@ -1,0 +1,49 @@
+# Autograd, explained: build, check and preview the site.
+# Every target installs what it needs into .venv first; `make` alone lists them.
+
+PYTHON_FOR_VENV ?= python3
+VENV            ?= .venv
+PYTHON          := $(VENV)/bin/python
+BUILDDIR        ?= _build
+# -n: warn on every broken reference; -W: a warning fails the build;
+# --keep-going: report every problem before failing; -j auto: use every core.
+SPHINXOPTS      ?= -n -W --keep-going -j auto
+SPHINXBUILD     := $(PYTHON) -m sphinx -c . $(SPHINXOPTS)
+INSTALLED       := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+.PHONY: help html test doctest pytest livehtml linkcheck clean
+
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+html: $(INSTALLED) ## Build the site into _build/html, executing every changed page
+	$(SPHINXBUILD) -b html -d $(BUILDDIR)/doctrees docs $(BUILDDIR)/html
+	@echo "Open $(BUILDDIR)/html/index.html"
+
+test: html doctest pytest ## Everything CI checks: strict build, doctests, pytest
+
+doctest: $(INSTALLED) ## Run the {doctest} blocks on every page
+	$(SPHINXBUILD) -b doctest -d $(BUILDDIR)/doctrees-doctest docs $(BUILDDIR)/doctest
+
+pytest: $(INSTALLED) ## Run every snippet and the tests in tests/
+	$(PYTHON) -m pytest
+
+livehtml: $(INSTALLED) ## Serve the site and rebuild on every edit in docs/ or snippets/
+	$(PYTHON) -m sphinx_autobuild -c . -n --keep-going -d $(BUILDDIR)/doctrees \
+	  --watch snippets --watch conf.py --ignore '*/.jupyter_cache/*' \
+	  --port $${PORT:-8000} docs $(BUILDDIR)/html
+
+linkcheck: $(INSTALLED) ## Check internal links (external ones too with ONLINE=1)
+	$(SPHINXBUILD) -b linkcheck -d $(BUILDDIR)/doctrees-linkcheck \
+	  $(if $(ONLINE),,-D linkcheck_ignore='.*://.*') docs $(BUILDDIR)/linkcheck
+
+clean: ## Remove the built site and the execution cache (keeps .venv)
+	rm -rf $(BUILDDIR)
+
+# The venv is (re)made whenever requirements.txt changes.
+$(INSTALLED): requirements.txt
+	@$(PYTHON_FOR_VENV) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python 3.11 or newer is needed")'
+	test -x $(PYTHON) || $(PYTHON_FOR_VENV) -m venv $(VENV)
+	$(PYTHON) -m pip install --quiet --requirement requirements.txt
+	touch $@
