@@ -236,6 +236,8 @@ def timing_figure(sizes: Sequence[int], panels: dict[str, dict[str, Sequence[flo
         for marker, (method, seconds) in zip(markers, series.items()):
             ax.plot(sizes, np.asarray(seconds) * 1e3, marker=marker, label=method)
         ax.set_xscale("log", base=2)
+        ax.set_xticks(sizes, [str(size) for size in sizes])
+        ax.minorticks_off()
         ax.set_yscale("log")
         ax.set_title(title)
         ax.set_xlabel(xlabel)
