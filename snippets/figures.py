@@ -228,7 +228,7 @@ def timing_figure(sizes: Sequence[int], panels: dict[str, dict[str, Sequence[flo
                   xlabels: Sequence[str]) -> Figure:
     """Measured times, one panel per case: lines per method against size, log-log.
 
-    ``panels`` maps a panel title to ``{method name: median seconds per size}``.
+    ``panels`` maps a panel title to ``{method name: seconds per size}``.
     """
     fig, axes = new_figure(height=3.0, ncols=len(panels), sharey=True)
     markers = ["o", "s", "^", "D"]
@@ -243,7 +243,7 @@ def timing_figure(sizes: Sequence[int], panels: dict[str, dict[str, Sequence[flo
         ax.set_xlabel(xlabel)
         ax.grid(True, which="major", color="#dddddd")
         ax.legend(fontsize=8)
-    axes[0].set_ylabel("median time (ms)")
+    axes[0].set_ylabel("time (ms)")
     fig.suptitle("measured on the build machine", fontsize=9, color="#555555")
     return fig
 
