@@ -1,22 +1,53 @@
 """Wrong docs cannot build: break a copy of the site one way at a time.
 
-Each test injects one mistake an author could make into a small copy of the
-site, runs the Makefile's strict build on it, and checks that the build fails
-with one line that names the file (and line, where Sphinx knows it) and says
-what to do, not a traceback dump.
+Each scenario injects one mistake an author could make into its own copy of the
+small site (``site_copy``), and runs the Makefile's strict build on it. Each test
+checks that its build failed with one line that names the file (and line, where
+Sphinx knows it) and says what to do, not a traceback dump.
+
+The builds mostly wait on kernels, so the scenarios all start at once, two at a
+time, and each test waits for its own.
 """
 
 import re
 import shutil
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from site_copy import TEST_PAGE, build, make_copy, outputs_that_differ, page, write
+from site_copy import TEST_PAGE, build, outputs_that_differ, page, write
 
 pytestmark = pytest.mark.build
 
 ANSI_ESCAPE = re.compile(r"\x1b\[")
+WORKERS = 2  # CI's cores; more only queue for the same CPU
+
+SCENARIOS = {}
+
+
+def scenario(func):
+    """Register ``func(folder)``: break the copy in ``folder``, build, return results.
+
+    The test named ``test_<func name>`` asserts on what it returns.
+    """
+    SCENARIOS[func.__name__] = func
+    return func
+
+
+@pytest.fixture(scope="module")
+def outcomes(request, built_copy, workspace):
+    """Scenario name -> future of its result, for the scenarios selected to run."""
+    selected = {item.name.split("[")[0].removeprefix("test_")
+                for item in request.session.items}
+
+    def run(name):
+        folder = workspace / "faults" / name
+        shutil.copytree(built_copy, folder, symlinks=True)
+        return SCENARIOS[name](folder)
+
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        yield {name: pool.submit(run, name) for name in SCENARIOS if name in selected}
 
 
 def break_test_page(folder, old: str, new: str) -> None:
@@ -46,122 +77,198 @@ def fails_with(result, location: str, *phrases: str) -> str:
     return matching[0]
 
 
-def test_a_cell_that_raises_fails_the_build(warm_copy):
-    break_test_page(warm_copy, "print(z.grad)\n", "print(z.grad)\ntorch.ones(2).backward()\n")
-    fence = line_of(warm_copy, "{code-cell}")
-    for attempt in ("first build", "unchanged rebuild"):
-        result = build(warm_copy)
+# -- A cell that raises, untagged ---------------------------------------------------
+
+@scenario
+def a_cell_that_raises_fails_the_build(folder):
+    break_test_page(folder, "print(z.grad)\n", "print(z.grad)\ntorch.ones(2).backward()\n")
+    # Twice: an unchanged page must not let the second build pass.
+    return folder, build(folder), build(folder)
+
+
+def test_a_cell_that_raises_fails_the_build(outcomes):
+    folder, *results = outcomes["a_cell_that_raises_fails_the_build"].result()
+    fence = line_of(folder, "{code-cell}")
+    for result in results:
         fails_with(result, f"docs/test-page.md:{fence}:", "cell raised RuntimeError:",
                    "tag it 'raises-exception'", "reports/test-page.err.log")
 
 
-def test_a_tagged_cell_that_stops_raising_fails_the_build(warm_copy):
-    break_test_page(warm_copy, "torch.ones(2).backward()",
+# -- A cell tagged raises-exception that no longer raises ---------------------------
+
+@scenario
+def a_tagged_cell_that_stops_raising_fails_the_build(folder):
+    break_test_page(folder, "torch.ones(2).backward()",
                     "torch.ones(2, requires_grad=True).sum().backward()")
-    result = build(warm_copy)
-    fence = line_of(warm_copy, ":tags: [raises-exception]") - 1
+    return folder, build(folder)
+
+
+def test_a_tagged_cell_that_stops_raising_fails_the_build(outcomes):
+    folder, result = outcomes["a_tagged_cell_that_stops_raising_fails_the_build"].result()
+    fence = line_of(folder, ":tags: [raises-exception]") - 1
     fails_with(result, f"docs/test-page.md:{fence}:", "ran without raising",
                "make it raise again")
 
 
-def test_an_oracle_that_disagrees_with_the_output_fails_the_build(warm_copy):
+# -- An oracle check that disagrees with the printed result -------------------------
+
+@scenario
+def an_oracle_that_disagrees_with_the_output_fails_the_build(folder):
     # PyTorch "changes": the page now prints 2z, the prose still says z.
-    break_test_page(warm_copy, "z.backward(z)", "z.backward(2 * z)")
-    result = build(warm_copy)
-    fence = line_of(warm_copy, ":tags: [remove-cell]") - 1
+    break_test_page(folder, "z.backward(z)", "z.backward(2 * z)")
+    return folder, build(folder)
+
+
+def test_an_oracle_that_disagrees_with_the_output_fails_the_build(outcomes):
+    folder, result = outcomes[
+        "an_oracle_that_disagrees_with_the_output_fails_the_build"].result()
+    fence = line_of(folder, ":tags: [remove-cell]") - 1
     fails_with(result, f"docs/test-page.md:{fence}:",
                "claim no longer holds: the identity gives the seed back",
                "fix the code the claim checks, or the prose it quotes")
 
 
-def test_a_wrong_doctest_fails_the_doctest_build(warm_copy):
-    break_test_page(warm_copy, "tensor(3.)", "tensor(4.)")
-    result = build(warm_copy, "doctest")
+# -- A {doctest} whose expected output is wrong -------------------------------------
+
+@scenario
+def a_wrong_doctest_fails_the_doctest_build(folder):
+    break_test_page(folder, "tensor(3.)", "tensor(4.)")
+    return folder, build(folder, "doctest")
+
+
+def test_a_wrong_doctest_fails_the_doctest_build(outcomes):
+    folder, result = outcomes["a_wrong_doctest_fails_the_doctest_build"].result()
     assert result.returncode != 0, result.log
-    expected = line_of(warm_copy, "{doctest}")  # Sphinx counts from the fence
-    assert re.search(rf'File "[^"]*test-page.md", line {expected}', result.log), (
-        result.log)
+    fence = line_of(folder, "{doctest}")  # Sphinx counts the example's lines from here
+    assert re.search(rf'File "[^"]*test-page.md", line {fence}', result.log), result.log
     assert "Expected:\n    tensor(4.)\nGot:\n    tensor(3.)" in result.log, result.log
     assert "make the expected output what PyTorch prints" in result.log
 
 
-@pytest.mark.parametrize("old, new, phrase", [
-    ("{ref}`test-page`", "{ref}`test-pgae`", "no label 'test-pgae'"),
-    ("{doc}`reference/glossary`", "{doc}`reference/glosary`",
-     "no page 'reference/glosary'"),
-    ("{term}`seed`", "{term}`seeds`", "'seeds' is not in the glossary"),
-])
-def test_a_dangling_reference_fails_the_build(warm_copy, old, new, phrase):
-    break_test_page(warm_copy, old, new)
-    result = build(warm_copy)
-    line = line_of(warm_copy, new)
-    fails_with(result, f"docs/test-page.md:{line}:", phrase)
+# -- A broken {ref}, {doc} or glossary {term} ---------------------------------------
+
+DANGLING = {
+    "ref": ("{ref}`test-page`", "{ref}`test-pgae`", "no label 'test-pgae'"),
+    "doc": ("{doc}`reference/glossary`", "{doc}`reference/glosary`",
+            "no page 'reference/glosary'"),
+    "term": ("{term}`seed`", "{term}`seeds`", "'seeds' is not in the glossary"),
+}
 
 
-def test_a_literalinclude_marker_that_is_gone_fails_the_build(warm_copy):
-    snippet = warm_copy / "snippets" / "why_backward_z_gives_z.py"
+@scenario
+def a_dangling_reference_fails_the_build(folder):
+    results = {}
+    for kind, (old, new, _) in DANGLING.items():
+        break_test_page(folder, old, new)
+        results[kind] = build(folder)
+        break_test_page(folder, new, old)
+    return folder, results
+
+
+@pytest.mark.parametrize("kind", DANGLING)
+def test_a_dangling_reference_fails_the_build(outcomes, kind):
+    folder, results = outcomes["a_dangling_reference_fails_the_build"].result()
+    old, _, phrase = DANGLING[kind]
+    line = line_of(folder, old)  # the page is restored by now
+    fails_with(results[kind], f"docs/test-page.md:{line}:", phrase)
+
+
+# -- A literalinclude marker that is gone, a snippet that is gone ------------------
+
+@scenario
+def a_literalinclude_marker_that_is_gone_fails_the_build(folder):
+    snippet = folder / "snippets" / "why_backward_z_gives_z.py"
     write(snippet, snippet.read_text(encoding="utf8").replace(
         "# [start-question]", "# [start-the-question]"))
-    result = build(warm_copy)
-    line = line_of(warm_copy, "{literalinclude}")
+    return folder, build(folder)
+
+
+def test_a_literalinclude_marker_that_is_gone_fails_the_build(outcomes):
+    folder, result = outcomes[
+        "a_literalinclude_marker_that_is_gone_fails_the_build"].result()
+    line = line_of(folder, "{literalinclude}")
     fails_with(result, f"docs/test-page.md:{line}:",
                "snippets/why_backward_z_gives_z.py has no line with '# [start-question]'",
                "put the marker back in the snippet")
 
 
-def test_a_missing_snippet_fails_the_build(warm_copy):
-    (warm_copy / "snippets" / "why_backward_z_gives_z.py").unlink()
-    result = build(warm_copy)
-    line = line_of(warm_copy, "{literalinclude}")
+@scenario
+def a_missing_snippet_fails_the_build(folder):
+    (folder / "snippets" / "why_backward_z_gives_z.py").unlink()
+    return folder, build(folder)
+
+
+def test_a_missing_snippet_fails_the_build(outcomes):
+    folder, result = outcomes["a_missing_snippet_fails_the_build"].result()
+    line = line_of(folder, "{literalinclude}")
     fails_with(result, f"docs/test-page.md:{line}:",
                "there is no file snippets/why_backward_z_gives_z.py",
                "restore the snippet")
 
 
-def test_a_cell_that_never_finishes_times_out_in_seconds(warm_copy):
-    write(warm_copy / "docs" / "test-page.md", page(
-        TEST_PAGE.replace("print(z.grad)\n", "print(z.grad)\n\nimport time\n"
-                          "time.sleep(600)\n"),
+# -- A cell that never finishes -------------------------------------------------------
+
+@scenario
+def a_cell_that_never_finishes_times_out_in_seconds(folder):
+    write(folder / "docs" / "test-page.md", page(
+        TEST_PAGE.replace("print(z.grad)\n",
+                          "print(z.grad)\n\nimport time\ntime.sleep(600)\n"),
         front_matter="mystnb:\n  execution_timeout: 2\n"))
     start = time.monotonic()
-    result = build(warm_copy, timeout=120)
-    assert time.monotonic() - start < 60, "the timeout did not stop the cell"
-    fence = line_of(warm_copy, "{code-cell}")
+    result = build(folder, timeout=120)
+    return folder, result, time.monotonic() - start
+
+
+def test_a_cell_that_never_finishes_times_out_in_seconds(outcomes):
+    folder, result, seconds = outcomes[
+        "a_cell_that_never_finishes_times_out_in_seconds"].result()
+    assert seconds < 60, "the timeout did not stop the cell"
+    fence = line_of(folder, "{code-cell}")
     fails_with(result, f"docs/test-page.md:{fence}:",
                "cell did not finish within 2 s", "execution_timeout")
 
 
-def test_output_that_depends_on_unseeded_randomness_is_detected(built_copy, fresh_folder):
-    random_page = page("""\
-        (random-page)=
-        # Draw a random gradient
+# -- Output that depends on unseeded randomness ------------------------------------
 
-        ```{code-cell} ipython3
-        import torch
+RANDOM_PAGE = page("""\
+    (random-page)=
+    # Draw a random gradient
 
-        torch.randn(3)
-        ```
-        """)
-    builds = []
-    for name in ("first", "second"):
-        folder = fresh_folder / name
-        shutil.copytree(built_copy, folder, symlinks=True)
-        write(folder / "docs" / "random-page.md", random_page)
-        index = folder / "docs" / "index.md"
+    ```{code-cell} ipython3
+    import torch
+
+    torch.randn(3)
+    ```
+    """)
+
+
+@scenario
+def output_that_depends_on_unseeded_randomness_is_detected(folder):
+    # Two builds of the same source, as two clones would make them.
+    twins = [folder, folder.with_name(folder.name + "-twin")]
+    shutil.copytree(folder, twins[1], symlinks=True)
+    for twin in twins:
+        write(twin / "docs" / "random-page.md", RANDOM_PAGE)
+        index = twin / "docs" / "index.md"
         write(index, index.read_text(encoding="utf8").replace(
             "test-page\n", "random-page\ntest-page\n"))
-        assert build(folder).returncode == 0
-        builds.append(folder)
-    fence = line_of(builds[0], "{code-cell}", "random-page")
-    differences = outputs_that_differ(*builds)
+        result = build(twin)
+        assert result.returncode == 0, result.log
+    return folder, outputs_that_differ(*twins)
+
+
+def test_output_that_depends_on_unseeded_randomness_is_detected(outcomes):
+    folder, differences = outcomes[
+        "output_that_depends_on_unseeded_randomness_is_detected"].result()
+    fence = line_of(folder, "{code-cell}", "random-page")
     assert len(differences) == 1, differences
     assert differences[0].startswith(f"docs/random-page.md:{fence}: ")
     assert "torch.manual_seed(0)" in differences[0]
 
 
-def test_a_snippet_edited_after_a_build_re_executes_its_pages(warm_copy):
-    snippet = warm_copy / "snippets" / "chosen_seed.py"
-    source = '''"""A seed pages print."""
+# -- A snippet edited after a cached build ------------------------------------------
+
+SEED_SNIPPET = '''"""A seed pages print."""
 
 SEED = {value}
 
@@ -173,26 +280,44 @@ def main() -> None:
 if __name__ == "__main__":
     main()
 '''
-    write(snippet, source.format(value=1234567))
-    write(warm_copy / "docs" / "test-page.md", page(TEST_PAGE + """
+
+
+@scenario
+def a_snippet_edited_after_a_build_re_executes_its_pages(folder):
+    snippet = folder / "snippets" / "chosen_seed.py"
+    write(snippet, SEED_SNIPPET.format(value=1234567))
+    write(folder / "docs" / "test-page.md", page(TEST_PAGE + """
 ```{code-cell} ipython3
 from chosen_seed import SEED
 
 print(f"the seed is {SEED}")
 ```
 """))
-    assert build(warm_copy).returncode == 0
-    html = warm_copy / "_build" / "html" / "test-page.html"
-    assert "the seed is 1234567" in html.read_text(encoding="utf8")
-    write(snippet, source.format(value=7654321))
-    result = build(warm_copy)
-    assert result.returncode == 0, result.log
-    text = html.read_text(encoding="utf8")
-    assert "the seed is 7654321" in text and "1234567" not in text
+    html = folder / "_build" / "html" / "test-page.html"
+    before = build(folder), html.read_text(encoding="utf8")
+    write(snippet, SEED_SNIPPET.format(value=7654321))
+    after = build(folder), html.read_text(encoding="utf8")
+    return before, after
 
 
-def test_a_page_in_no_toctree_fails_the_build(warm_copy):
-    write(warm_copy / "docs" / "lost-page.md", "(lost-page)=\n# Find this page\n")
-    result = build(warm_copy)
+def test_a_snippet_edited_after_a_build_re_executes_its_pages(outcomes):
+    before, after = outcomes[
+        "a_snippet_edited_after_a_build_re_executes_its_pages"].result()
+    assert before[0].returncode == 0, before[0].log
+    assert "the seed is 1234567" in before[1]
+    assert after[0].returncode == 0, after[0].log
+    assert "the seed is 7654321" in after[1] and "1234567" not in after[1]
+
+
+# -- A page left out of every toctree -------------------------------------------------
+
+@scenario
+def a_page_in_no_toctree_fails_the_build(folder):
+    write(folder / "docs" / "lost-page.md", "(lost-page)=\n# Find this page\n")
+    return folder, build(folder)
+
+
+def test_a_page_in_no_toctree_fails_the_build(outcomes):
+    _, result = outcomes["a_page_in_no_toctree_fails_the_build"].result()
     fails_with(result, "docs/lost-page.md", "no toctree lists this page",
                "add 'lost-page' to the toctree in docs/index.md")
