@@ -78,6 +78,31 @@ tensor(3.)
 Back to {ref}`test-page`, or the {doc}`reference/glossary`.
 """
 
+# A figure and a set: the outputs most likely to differ between two builds.
+FIGURE_PAGE = """\
+(figure-page)=
+# Plot the gradient of a sum of squares
+
+```{code-cell} ipython3
+import matplotlib.pyplot as plt
+import torch
+
+z = torch.linspace(-1, 1, steps=5, requires_grad=True)
+(z**2).sum().backward()
+fig, ax = plt.subplots(figsize=(3, 2))
+ax.plot(z.detach(), z.grad, marker="o")
+ax.set(xlabel="z", ylabel="z.grad", title="the gradient is 2z")
+plt.show()
+```
+
+The words this page uses, as a set, printed in an order that depends on str
+hashes (IPython's display would sort it; `print` does not):
+
+```{code-cell} ipython3
+print({"seed", "Jacobian", "vector-Jacobian product", "tangent", "gradient"})
+```
+"""
+
 
 @dataclass
 class Build:
@@ -100,7 +125,7 @@ def make_copy(folder: Path, pages: dict[str, str] | None = None) -> Path:
 
     The copy's landing page is the real one, with a toctree of the test's pages
     and ``REAL_PAGES`` in place of the four sections. Without ``pages`` it holds
-    ``TEST_PAGE``.
+    ``TEST_PAGE`` and ``FIGURE_PAGE``.
     """
     folder.mkdir(parents=True, exist_ok=True)
     for name in ("conf.py", "Makefile", "requirements.txt"):
@@ -115,7 +140,7 @@ def make_copy(folder: Path, pages: dict[str, str] | None = None) -> Path:
         (folder / "docs" / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / "docs" / f"{name}.md", folder / "docs" / f"{name}.md")
     if pages is None:
-        pages = {"test-page": page(TEST_PAGE)}
+        pages = {"test-page": page(TEST_PAGE), "figure-page": page(FIGURE_PAGE)}
     landing = (ROOT / "docs" / "index.md").read_text(encoding="utf8")
     head, _, _ = landing.partition("## The four sections")
     toctree = "\n".join([*sorted(pages), *REAL_PAGES])

@@ -34,6 +34,7 @@ import importlib.metadata
 import json
 import os
 import re
+import subprocess
 import sys
 from functools import cache
 from pathlib import Path
@@ -54,9 +55,12 @@ ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # myst-nb's execution report and Sphinx's orphan-page warning, replaced below by
 # messages that say what to do.
 REPLACED_WARNINGS = ["mystnb.exec", "toc.not_included"]
-# Every kernel gets these, so set and dict-of-set outputs print the same on
-# every build (Python randomises str hashes per process otherwise).
+# What makes a kernel's outputs the same bytes on every build: a fixed str hash
+# seed (sets print in one order), and for figures saved as SVG or PDF the
+# commit's time instead of now and a fixed salt for SVG element ids. PNG, the
+# inline default, carries neither.
 KERNEL_ENV = {"PYTHONHASHSEED": "0"}
+MATPLOTLIBRC = "svg.hashsalt: autograd-explained\n"
 
 
 @cache
@@ -339,6 +343,19 @@ def _create_cache_database(app: Sphinx) -> None:
         get_cache(app.config.nb_execution_cache_path).db  # creates it
 
 
+def source_date_epoch(repository: Path) -> str:
+    """SOURCE_DATE_EPOCH if set, else the time of the checked-out commit."""
+    if "SOURCE_DATE_EPOCH" in os.environ:
+        return os.environ["SOURCE_DATE_EPOCH"]
+    try:
+        return subprocess.run(
+            ["git", "log", "-1", "--format=%ct"], cwd=repository, check=True,
+            capture_output=True, text=True,
+        ).stdout.strip() or "0"
+    except (OSError, subprocess.CalledProcessError):
+        return "0"  # not a git checkout: any fixed time keeps builds identical
+
+
 def _install_page_kernel(app: Sphinx) -> None:
     """Write a ``python3`` kernelspec that runs ``page_kernel`` with this Python.
 
@@ -348,12 +365,15 @@ def _install_page_kernel(app: Sphinx) -> None:
     kernels = Path(app.doctreedir) / "jupyter"
     spec_dir = kernels / "kernels" / "python3"
     spec_dir.mkdir(parents=True, exist_ok=True)
+    matplotlibrc = spec_dir / "matplotlibrc"
+    matplotlibrc.write_text(MATPLOTLIBRC, encoding="utf8")
     spec = {
         "argv": [sys.executable, str(Path(__file__).with_name("page_kernel.py")),
                  "-f", "{connection_file}"],
         "display_name": "Python 3 (ipykernel)",
         "language": "python",
-        "env": KERNEL_ENV,
+        "env": {**KERNEL_ENV, "MATPLOTLIBRC": str(matplotlibrc),
+                "SOURCE_DATE_EPOCH": source_date_epoch(Path(app.confdir))},
     }
     (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1), encoding="utf8")
     os.environ["JUPYTER_PATH"] = os.pathsep.join(
