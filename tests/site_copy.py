@@ -172,24 +172,47 @@ def build(folder: Path, builder: str = "html", *extra: str, timeout: int = 300) 
     return Build(result.returncode, result.stdout + result.stderr)
 
 
-def executed_outputs(folder: Path) -> dict[tuple[str, int], str]:
-    """(page, line of the cell) -> the outputs the build stored for that cell."""
+def executed_outputs(notebooks: Path) -> dict[tuple[str, int], str]:
+    """(page, line of the cell) -> the outputs stored for that cell.
+
+    ``notebooks`` is a build's ``_build/jupyter_execute`` (or a folder laid out
+    like it), or a copy of the site holding one.
+    """
+    if (notebooks / "_build" / "jupyter_execute").is_dir():
+        notebooks = notebooks / "_build" / "jupyter_execute"
     outputs = {}
-    for notebook in sorted((folder / "_build" / "jupyter_execute").rglob("*.ipynb")):
+    for notebook in sorted(notebooks.rglob("*.ipynb")):
         data = json.loads(notebook.read_text(encoding="utf8"))
         source_map = data["metadata"].get("source_map", [])
-        name = notebook.relative_to(folder / "_build" / "jupyter_execute")
+        name = notebook.relative_to(notebooks)
         for index, cell in enumerate(data["cells"]):
             if cell["cell_type"] == "code":
                 line = source_map[index] if index < len(source_map) else index
                 outputs[(f"docs/{name.with_suffix('.md')}", line)] = json.dumps(
-                    cell.get("outputs", []), sort_keys=True
+                    merged_streams(cell.get("outputs", [])), sort_keys=True
                 )
     return outputs
 
 
+def merged_streams(outputs: list[dict]) -> list[dict]:
+    """Outputs with each stream's pieces joined, as the page shows them."""
+    merged, streams = [], {}
+    for output in outputs:
+        if output.get("output_type") != "stream":
+            merged.append(output)
+        elif output["name"] in streams:
+            streams[output["name"]]["text"] += "".join(output["text"])
+        else:
+            streams[output["name"]] = {**output, "text": "".join(output["text"])}
+            merged.append(streams[output["name"]])
+    return merged
+
+
 def outputs_that_differ(first: Path, second: Path) -> list[str]:
-    """Cells whose outputs differ between two builds, as ``page:line`` messages."""
+    """Cells whose outputs differ between two executions, as ``page:line`` messages.
+
+    Takes what ``executed_outputs`` takes.
+    """
     a, b = executed_outputs(first), executed_outputs(second)
     return [
         f"{page}:{line}: this cell printed something different in two builds of "
