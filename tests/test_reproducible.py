@@ -15,7 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from site_copy import PYTHON, ROOT, build, make_copy, outputs_that_differ
+from site_copy import (
+    PYTHON, ROOT, build, executed_outputs, make_copy, outputs_that_differ,
+)
 
 pytestmark = pytest.mark.build
 
@@ -27,23 +29,33 @@ def files_under(folder):
     return {p.relative_to(folder) for p in folder.rglob("*") if p.is_file()}
 
 
+def differences(first, second) -> list[str]:
+    """Every output file that is not byte-identical in two copies' builds."""
+    found = [f"{message} (the cell's output)"
+             for message in outputs_that_differ(first, second)]
+    for output in OUTPUTS:
+        first_dir, second_dir = first / "_build" / output, second / "_build" / output
+        first_files, second_files = files_under(first_dir), files_under(second_dir)
+        found += [f"only in one build: {output}/{name}"
+                  for name in sorted(first_files ^ second_files)]
+        found += [
+            f"differs: {output}/{name}" for name in sorted(first_files & second_files)
+            if not filecmp.cmp(first_dir / name, second_dir / name, shallow=False)
+        ]
+    return found
+
+
 def test_two_clean_builds_are_byte_identical(built_copy, fresh_folder):
     second = make_copy(fresh_folder / "site")
     result = build(second)
     assert result.returncode == 0, result.log
+    assert differences(built_copy, second) == []
 
-    assert outputs_that_differ(built_copy, second) == []
-    differences = []
-    for output in OUTPUTS:
-        first_dir, second_dir = built_copy / "_build" / output, second / "_build" / output
-        first_files, second_files = files_under(first_dir), files_under(second_dir)
-        differences += [f"only in one build: {output}/{name}"
-                        for name in sorted(first_files ^ second_files)]
-        differences += [
-            f"differs: {output}/{name}" for name in sorted(first_files & second_files)
-            if not filecmp.cmp(first_dir / name, second_dir / name, shallow=False)
-        ]
-    assert differences == [], "\n".join(differences)
+    # Read every page again, outputs from the cache: the same bytes again.
+    result = build(second, "html", "-E")
+    assert result.returncode == 0, result.log
+    assert "Using cached notebook" in result.log
+    assert differences(built_copy, second) == []
 
 
 def test_the_comparison_covers_figures_and_notebooks(built_copy):
@@ -82,8 +94,10 @@ def test_every_page_prints_the_same_when_executed_again(fresh_folder):
         )
         assert result.returncode == 0, f"docs/{name.with_suffix('.md')}: {result.stderr}"
 
+    assert notebooks, "make html executed no page"
+    assert any(outputs != "[]" for outputs in executed_outputs(EXECUTED).values()), (
+        "the notebooks make html wrote hold no outputs")
     with ThreadPoolExecutor(max_workers=2) as pool:
         list(pool.map(execute, notebooks))
-    assert notebooks, "make html executed no page"
     differences = outputs_that_differ(EXECUTED, again)
     assert differences == [], "\n".join(differences)

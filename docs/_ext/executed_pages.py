@@ -18,8 +18,10 @@ imports, or after a torch upgrade. This extension:
   failed doctest, and makes the next build report them again until they are
   fixed (Sphinx forgets warnings of pages it does not re-read);
 * makes executed notebooks reproducible: cell ids that depend on the cell's
-  position, not on a random number, and a fixed hash seed in every kernel, so
-  two builds of one commit write the same bytes;
+  position, not on a random number, a fixed hash seed in every kernel, and
+  the outputs in ``_build/jupyter_execute`` whether a page ran or came from the
+  cache, and myst-nb's stylesheet linked the same way in a clean build as in a
+  rebuild, so two builds of one commit write the same bytes;
 * creates the cache database before parallel readers start (two workers
   creating it at once can race);
 * runs every page in ``page_kernel`` (a kernelspec named ``python3``, so the
@@ -40,6 +42,7 @@ from functools import cache
 from pathlib import Path
 
 import myst_nb.sphinx_
+import myst_nb.sphinx_ext
 import sphinx.domains.std
 from docutils import nodes
 from sphinx.application import Sphinx
@@ -122,7 +125,9 @@ def _fingerprinting_create_client(original):
             cell["id"] = f"cell-{index}"
         kernelspec = notebook.metadata.setdefault("kernelspec", {})
         kernelspec[FINGERPRINT_KEY] = _page_fingerprints.get(str(source), "")
-        return _FingerprintedClient(original(notebook, source, *args, **kwargs))
+        return _FingerprintedClient(
+            original(notebook, source, *args, **kwargs), notebook
+        )
 
     return create_client
 
@@ -130,12 +135,18 @@ def _fingerprinting_create_client(original):
 class _FingerprintedClient:
     """Enter the real client (which executes or hits the cache), then tidy up."""
 
-    def __init__(self, client):
+    def __init__(self, client, notebook):
         self._client = client
+        self._notebook = notebook  # the one myst-nb writes to _build/jupyter_execute
 
     def __enter__(self):
         client = self._client.__enter__()
-        # The fingerprint has done its job; keep it out of the downloadable notebook.
+        if client.notebook is not self._notebook:
+            # A cache hit hands back a merged copy, and myst-nb would write the
+            # notebook it read, without outputs; write what the page shows.
+            self._notebook.metadata = client.notebook.metadata
+            self._notebook.cells = client.notebook.cells
+        # The fingerprint has done its job; keep it out of the written notebook.
         client.notebook.metadata["kernelspec"].pop(FINGERPRINT_KEY, None)
         _report_failed_cell(client)
         _check_expected_exceptions(client)
@@ -243,6 +254,18 @@ def _note_build_dirs(app: Sphinx) -> None:
     global _srcdir, _reports_dir
     _srcdir = Path(app.srcdir)
     _reports_dir = Path(app.outdir) / "reports"
+
+
+def _copy_mystnb_css_first(app: Sphinx) -> None:
+    """Put myst-nb's stylesheet in place before any page links it.
+
+    myst-nb copies it when the build finishes, so pages of a clean build link it
+    without the ``?v=<checksum>`` every later build adds: two builds of one
+    commit would differ in every page.
+    """
+    if app.builder.format == "html":
+        Path(app.outdir, "_static").mkdir(parents=True, exist_ok=True)
+        myst_nb.sphinx_ext.add_global_html_resources(app, None)
 
 
 def _replace_warnings(app: Sphinx, config) -> None:
@@ -391,6 +414,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("config-inited", _replace_warnings)
     app.connect("builder-inited", _note_build_dirs)
     app.connect("builder-inited", _install_page_kernel)
+    app.connect("builder-inited", _copy_mystnb_css_first)
     app.connect("builder-inited", _create_cache_database)
     app.connect("source-read", _note_snippet_dependencies)
     # In place of Sphinx's handler for {ref}, which would print "undefined label"
