@@ -215,8 +215,8 @@ def outputs_that_differ(first: Path, second: Path) -> list[str]:
     """
     a, b = executed_outputs(first), executed_outputs(second)
     return [
-        f"{page}:{line}: this cell printed something different in two builds of "
-        f"the same source: seed the randomness it uses (torch.manual_seed(0) in "
+        f"{page}:{line}: this cell printed something different when the same "
+        f"source ran twice: seed the randomness it uses (torch.manual_seed(0) in "
         f"the page's first cell) or print something that does not vary"
         for page, line in sorted(set(a) | set(b))
         if a.get((page, line)) != b.get((page, line))

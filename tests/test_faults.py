@@ -74,6 +74,7 @@ def fails_with(result, location: str, *phrases: str) -> str:
         f"expected one warning at {location}, got {matching}:\n{result.log}")
     for phrase in phrases:
         assert phrase in matching[0], f"{phrase!r} not in {matching[0]!r}"
+    print(matching[0])  # what the author reads; `pytest -rP` shows it
     return matching[0]
 
 
@@ -143,6 +144,8 @@ def test_a_wrong_doctest_fails_the_doctest_build(outcomes):
     assert re.search(rf'File "[^"]*test-page.md", line {fence}', result.log), result.log
     assert "Expected:\n    tensor(4.)\nGot:\n    tensor(3.)" in result.log, result.log
     assert "make the expected output what PyTorch prints" in result.log
+    print("\n".join(line for line in result.log.splitlines()
+                    if line.startswith('File "') or "WARNING" in line))
 
 
 # -- A broken {ref}, {doc} or glossary {term} ---------------------------------------
@@ -226,6 +229,7 @@ def test_a_cell_that_never_finishes_times_out_in_seconds(outcomes):
     fence = line_of(folder, "{code-cell}")
     fails_with(result, f"docs/test-page.md:{fence}:",
                "cell did not finish within 2 s", "execution_timeout")
+    assert "Timeout waiting for execute reply" not in result.log  # said once, above
 
 
 # -- Output that depends on unseeded randomness ------------------------------------
@@ -264,6 +268,7 @@ def test_output_that_depends_on_unseeded_randomness_is_detected(outcomes):
     assert len(differences) == 1, differences
     assert differences[0].startswith(f"docs/random-page.md:{fence}: ")
     assert "torch.manual_seed(0)" in differences[0]
+    print(differences[0])
 
 
 # -- A snippet edited after a cached build ------------------------------------------

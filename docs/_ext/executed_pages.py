@@ -34,6 +34,7 @@ import ast
 import hashlib
 import importlib.metadata
 import json
+import logging as std_logging
 import os
 import re
 import subprocess
@@ -270,6 +271,10 @@ def _copy_mystnb_css_first(app: Sphinx) -> None:
 
 def _replace_warnings(app: Sphinx, config) -> None:
     config.suppress_warnings = [*config.suppress_warnings, *REPLACED_WARNINGS]
+    # nbclient logs its own line for a timeout; the report above says it better.
+    std_logging.getLogger("traitlets").addFilter(
+        lambda record: not record.getMessage().startswith("Timeout waiting for execute")
+    )
 
 
 def _hint_missing_reference(app: Sphinx, domain, node) -> bool | None:
