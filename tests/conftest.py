@@ -24,7 +24,7 @@ def built_copy(workspace) -> Path:
     test changes.
     """
     folder = make_copy(workspace / "built")
-    result = build(folder)
+    result = build(folder, jobs=2)
     assert result.returncode == 0, f"the unbroken copy must build:\n{result.log}"
     return folder
 

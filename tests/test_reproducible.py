@@ -47,7 +47,7 @@ def differences(first, second) -> list[str]:
 
 def test_two_clean_builds_are_byte_identical(built_copy, fresh_folder):
     second = make_copy(fresh_folder / "site")
-    result = build(second)
+    result = build(second, jobs=2)
     assert result.returncode == 0, result.log
     assert differences(built_copy, second) == []
 
