@@ -75,6 +75,7 @@ def test_livehtml_survives_a_broken_cell_and_shows_the_fix(warm_copy):
                  deadline, log)
         wait_for(lambda: "build " in log.read_text().rsplit(error, 1)[1],
                  "the broken build to end", deadline, log)
+        print(next(line for line in log.read_text().splitlines() if error in line))
         status, _ = fetch(url)
         assert status == 200, "the server stopped serving after a broken cell"
         assert server.poll() is None, "the server exited after a broken cell"
@@ -91,13 +92,13 @@ def test_livehtml_survives_a_broken_cell_and_shows_the_fix(warm_copy):
 def stop_group(leader: subprocess.Popen, grace: float = 20) -> None:
     """Stop every process in ``leader``'s group: politely, then for good."""
     os.killpg(leader.pid, signal.SIGTERM)
-    leader.wait(timeout=grace)  # make exits at once; the server takes a moment
     end = time.monotonic() + grace
     while time.monotonic() < end:
+        leader.poll()  # reap make once it has exited; the server takes a moment
         try:
             os.killpg(leader.pid, 0)
         except ProcessLookupError:
             return
         time.sleep(0.2)
     os.killpg(leader.pid, signal.SIGKILL)
-    time.sleep(0.5)
+    leader.wait(timeout=grace)
