@@ -1,0 +1,104 @@
+"""The live preview survives an author's mistake and shows the fix.
+
+``make livehtml`` runs in a copy of the small site on a free loopback port. The
+test saves a broken cell into a page, checks that the server keeps serving and
+that its log names the error, saves the fix, and checks the page shows the new
+output. It stops the server's whole process group, whatever happens.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from site_copy import write
+
+pytestmark = pytest.mark.build
+
+DEADLINE = 240  # seconds for the whole test; each step waits for at most this
+BROKEN = "print(z.grad)\nraise ValueError('saved half-way through an edit')\n"
+FIXED = "print(z.grad)\nprint('the fix is live')\n"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def fetch(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, response.read().decode("utf8")
+    except OSError as error:  # refused while starting, or an HTTP error
+        return getattr(error, "code", 0), ""
+
+
+def wait_for(condition, what: str, deadline: float, log: Path):
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(1)
+    pytest.fail(f"timed out waiting for {what}; server log:\n{log.read_text()}")
+
+
+def test_livehtml_survives_a_broken_cell_and_shows_the_fix(warm_copy):
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/test-page.html"
+    log = warm_copy / "livehtml.log"
+    venv = Path(sys.prefix)
+    page = warm_copy / "docs" / "test-page.md"
+    source = page.read_text(encoding="utf8")
+    deadline = time.monotonic() + DEADLINE
+    with open(log, "w") as out:
+        server = subprocess.Popen(
+            # -o: the venv is installed already; never let make reinstall it.
+            ["make", "livehtml", f"VENV={venv}", "-o", str(venv / ".installed")],
+            cwd=warm_copy, stdout=out, stderr=subprocess.STDOUT,
+            env={**os.environ, "PORT": str(port), "NO_COLOR": "1",
+                 "PYTHONUNBUFFERED": "1"},
+            start_new_session=True,  # its own process group, to stop it whole
+        )
+    try:
+        wait_for(lambda: fetch(url)[0] == 200, "the first page", deadline, log)
+
+        write(page, source.replace("print(z.grad)\n", BROKEN))
+        error = "cell raised ValueError: saved half-way through an edit"
+        wait_for(lambda: error in log.read_text(), "the log to name the error",
+                 deadline, log)
+        wait_for(lambda: "build " in log.read_text().rsplit(error, 1)[1],
+                 "the broken build to end", deadline, log)
+        print(next(line for line in log.read_text().splitlines() if error in line))
+        status, _ = fetch(url)
+        assert status == 200, "the server stopped serving after a broken cell"
+        assert server.poll() is None, "the server exited after a broken cell"
+
+        write(page, source.replace("print(z.grad)\n", FIXED))
+        wait_for(lambda: "the fix is live" in fetch(url)[1], "the fixed output",
+                 deadline, log)
+    finally:
+        stop_group(server)
+    with pytest.raises(ProcessLookupError):
+        os.killpg(server.pid, 0)  # nothing of the server is left
+
+
+def stop_group(leader: subprocess.Popen, grace: float = 20) -> None:
+    """Stop every process in ``leader``'s group: politely, then for good."""
+    os.killpg(leader.pid, signal.SIGTERM)
+    end = time.monotonic() + grace
+    while time.monotonic() < end:
+        leader.poll()  # reap make once it has exited; the server takes a moment
+        try:
+            os.killpg(leader.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    os.killpg(leader.pid, signal.SIGKILL)
+    leader.wait(timeout=grace)
