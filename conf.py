@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from urllib.parse import urlparse
 
 ROOT = Path(__file__).parent.resolve()
 SNIPPETS = ROOT / "snippets"
@@ -83,3 +84,55 @@ html_last_updated_fmt = None
 
 # Copy only what a reader would type: no prompts, no outputs.
 copybutton_exclude = ".linenos, .gp, .go"
+
+# -- Equations: SVG rendered at build time (issue 5) ----------------------------------
+# docs/_ext/svg_math.py hands every equation to MathJax in Node (node_modules, made
+# by `npm ci` from package-lock.json) and writes the SVG into the page: readers'
+# browsers load no script, font or CDN for math, online, offline or from file://.
+
+extensions.append("svg_math")
+html_math_renderer = "svgmath"
+
+# -- The site as readers get it: base URL, metadata, downloads (issue 5) ---------------
+# The site's address, set here only: OpenGraph tags, the sitemap, canonical links
+# and the 404 page's links all read html_baseurl. Read the Docs and the Pages
+# workflow pass the address they serve the site at; a local build uses the default.
+
+html_baseurl = (
+    os.environ.get("SITE_URL")
+    or os.environ.get("READTHEDOCS_CANONICAL_URL")
+    or "https://autograd-explained.readthedocs.io/en/latest/"
+)
+if not html_baseurl.endswith("/"):
+    html_baseurl += "/"
+
+extensions += [
+    "sphinxext.opengraph",  # og:title, og:description, og:url on every page
+    "sphinx_sitemap",  # sitemap.xml for search engines
+    "notfound.extension",  # 404.html whose links work from any missing URL
+    "notebook_downloads",  # docs/_ext: each executed page as a .ipynb beside it
+    "accessible_pages",  # docs/_ext: mends what axe-core finds in extensions' HTML
+]
+ogp_site_url = html_baseurl
+ogp_social_cards = {"enable": False}  # no generated images: one more thing to fetch
+sitemap_url_scheme = "{link}"  # html_baseurl already holds any language/version path
+notfound_urls_prefix = urlparse(html_baseurl).path
+notfound_context = {
+    "title": "Page not found",
+    "body": (
+        "<h1>Page not found</h1>\n<p>No page lives at this address. Try the "
+        '<a href="' + urlparse(html_baseurl).path + 'index.html">front page</a> '
+        "or the search box.</p>"
+    ),
+}
+templates_path = ["docs/_templates"]  # a notebook download beside "view source"
+html_js_files = ["site.js"]  # keyboard access to scrollable code and outputs
+
+# API names link to PyTorch's reference only when the network is there: offline
+# builds must stay warning-free, and fetching an inventory is a network request.
+if os.environ.get("ONLINE"):
+    extensions.append("sphinx.ext.intersphinx")
+    intersphinx_mapping = {
+        "python": ("https://docs.python.org/3", None),
+        "torch": ("https://docs.pytorch.org/docs/stable/", None),
+    }
