@@ -94,8 +94,8 @@ extensions.append("svg_math")
 html_math_renderer = "svgmath"
 
 # -- The site as readers get it: base URL, metadata, downloads (issue 5) ---------------
-# The site's address, set here only: OpenGraph tags, the sitemap, canonical links
-# and the 404 page's links all read html_baseurl. Read the Docs and the Pages
+# The site's address, set here only: OpenGraph tags, sitemap.xml, robots.txt,
+# canonical links and the 404 page's links all read html_baseurl. Read the Docs and the Pages
 # workflow pass the address they serve the site at; a local build uses the default.
 
 html_baseurl = (
@@ -108,14 +108,12 @@ if not html_baseurl.endswith("/"):
 
 extensions += [
     "sphinxext.opengraph",  # og:title, og:description, og:url on every page
-    "sphinx_sitemap",  # sitemap.xml for search engines
     "notfound.extension",  # 404.html whose links work from any missing URL
-    "notebook_downloads",  # docs/_ext: each executed page as a .ipynb beside it
+    "reader_features",  # docs/_ext: .ipynb downloads, sitemap.xml, robots.txt
     "accessible_pages",  # docs/_ext: mends what axe-core finds in extensions' HTML
 ]
 ogp_site_url = html_baseurl
 ogp_social_cards = {"enable": False}  # no generated images: one more thing to fetch
-sitemap_url_scheme = "{link}"  # html_baseurl already holds any language/version path
 notfound_urls_prefix = urlparse(html_baseurl).path
 notfound_context = {
     "title": "Page not found",
@@ -125,6 +123,7 @@ notfound_context = {
         "or the search box.</p>"
     ),
 }
+html_favicon = "docs/_static/favicon.svg"  # else browsers ask the server root for /favicon.ico
 templates_path = ["docs/_templates"]  # a notebook download beside "view source"
 html_js_files = ["site.js"]  # keyboard access to scrollable code and outputs
 

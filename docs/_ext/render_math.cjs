@@ -22,9 +22,11 @@ const tex = new TeX({
   packages: AllPackages.filter((name) => !["bussproofs", "autoload", "require"].includes(name)),
   formatError: (jax, err) => { throw err; },
 });
-// fontCache "none": every SVG carries its own glyph paths, so equations stay
-// independent of each other and of the page they are on.
-const svg = new SVG({ fontCache: "none" });
+// fontCache "local": each SVG carries the glyphs it uses once (a matrix of zeros
+// holds one zero), so equations stay independent of each other and of the page.
+// Their ids count up through one run, so every equation rendered together (all
+// of a page's) has ids of its own.
+const svg = new SVG({ fontCache: "local" });
 const doc = mathjax.document("", { InputJax: tex, OutputJax: svg });
 
 let input = "";

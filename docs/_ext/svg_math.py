@@ -1,7 +1,7 @@
 """Equations rendered to SVG at build time: no script, font or CDN in the reader's browser.
 
 The HTML writer leaves each equation's TeX in a placeholder element. When the build
-finishes, every placeholder in the written pages is sent, in one batch, to MathJax
+finishes, every placeholder in the written pages is sent, in one batch (one entry per occurrence), to MathJax
 running in Node (``render_math.cjs``, MathJax from ``node_modules``), and replaced by
 the SVG it returns, with hidden MathML beside it for screen readers. Pages written in
 an earlier build have no placeholders left, so an incremental build renders only
@@ -11,6 +11,7 @@ what it wrote. TeX that MathJax cannot parse is a build warning naming the page
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import re
@@ -97,18 +98,20 @@ def _render_written_pages(app: Sphinx, exception: Exception | None) -> None:
     stylesheet = outdir / "_static" / STYLESHEET
     if not pages and stylesheet.exists():
         return
-    keys = sorted({(html.unescape(tex), kind == "display")
-                   for text in pages.values() for kind, tex in PLACEHOLDER.findall(text)})
+    # One equation per occurrence, not per distinct TeX: each SVG's glyph ids must
+    # be unique on its page.
+    found = [(path, html.unescape(tex), kind == "display")
+             for path, text in pages.items() for kind, tex in PLACEHOLDER.findall(text)]
     # The sample equation keeps the stylesheet complete even when no page has math.
-    css, rendered = render([*keys, ("x", False)], Path(app.confdir))
-    by_key = dict(zip(keys, rendered))
+    css, rendered = render([(tex, display) for _, tex, display in found] + [("x", False)],
+                           Path(app.confdir))
+    outputs = iter(rendered)
     for path, text in pages.items():
         def substitute(match: re.Match, path=path) -> str:
-            tex, display = html.unescape(match[2]), match[1] == "display"
-            out = by_key[(tex, display)]
+            out = next(outputs)
             if isinstance(out, dict):
-                logger.warning("cannot render equation %r: %s", tex, out["error"],
-                               location=str(path.relative_to(outdir)),
+                logger.warning("cannot render equation %r: %s", html.unescape(match[2]),
+                               out["error"], location=str(path.relative_to(outdir)),
                                type="svg_math", subtype="tex")
                 return match[0]
             return out
@@ -122,7 +125,21 @@ def _add_stylesheet(app: Sphinx) -> None:
         app.add_css_file(STYLESHEET)
 
 
+def renderer_fingerprint() -> str:
+    """What the drawn SVG depends on: the renderer script and MathJax's version."""
+    parts = [RENDERER.read_bytes()]
+    for parent in RENDERER.parents:
+        package = parent / "node_modules" / "mathjax-full" / "package.json"
+        if package.is_file():
+            parts.append(package.read_bytes())
+            break
+    return hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
+
+
 def setup(app: Sphinx) -> dict:
+    # Not set by conf.py: when the renderer or MathJax changes, this value does,
+    # and Sphinx writes every page again (so every equation is drawn again).
+    app.add_config_value("svg_math_renderer", renderer_fingerprint(), "html", str)
     app.add_html_math_renderer(
         "svgmath",
         inline_renderers=(visit_math, None),

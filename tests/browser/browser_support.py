@@ -2,7 +2,7 @@
 
 The site in ``_build/html`` (``make html``; ``make test`` builds it first) is served
 on a loopback port under the same path it has when hosted (html_baseurl's path, as
-written into sitemap.xml), so the 404 page's absolute links are checked too. Every
+written into robots.txt), so the 404 page's absolute links are checked too. Every
 request to another origin is recorded and refused: the pages must be complete with
 the network off.
 
@@ -18,7 +18,6 @@ import os
 import re
 import shutil
 import threading
-import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
@@ -38,7 +37,7 @@ CHROMIUM_ARGS = [
 ]
 HOW_TO_ENABLE = (
     "browser tests skipped: Chromium not found; enable them with "
-    "`sudo apt-get install chromium` (Debian/Ubuntu), then `make test`"
+    "`sudo apt-get install chromium` (or CHROMIUM=/path/to/chrome), then `make test`"
 )
 
 
@@ -55,14 +54,15 @@ def site_pages() -> list[str]:
 
 
 def site_prefix() -> str:
-    """The path the site is served under when hosted, e.g. ``/en/latest/``."""
-    sitemap = SITE / "sitemap.xml"
-    if sitemap.is_file():
-        locs = [el.text for el in ElementTree.parse(sitemap).iter()
-                if el.tag.endswith("loc") and el.text]
-        index = [loc for loc in locs if loc.endswith("index.html")]
-        if index:
-            return urlparse(min(index, key=len)).path.rsplit("/", 1)[0] + "/"
+    """The path the site is served under when hosted, e.g. ``/en/latest/``.
+
+    Read from robots.txt's sitemap line, which the build writes from html_baseurl.
+    """
+    robots = SITE / "robots.txt"
+    if robots.is_file():
+        for line in robots.read_text(encoding="utf8").splitlines():
+            if line.startswith("Sitemap:"):
+                return urlparse(line.split(":", 1)[1].strip()).path.rsplit("/", 1)[0] + "/"
     return "/"
 
 
@@ -72,8 +72,14 @@ def require_site() -> None:
                     "(`make test` does)", pytrace=False)
 
 
+def find_chromium() -> str | None:
+    """$CHROMIUM if set (e.g. Chrome on a GitHub runner), else Debian's chromium."""
+    return (os.environ.get("CHROMIUM") or shutil.which("chromium")
+            or shutil.which("chromium-browser"))
+
+
 def require_browser() -> str:
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    chromium = find_chromium()
     missing = None
     if chromium is None:
         missing = HOW_TO_ENABLE
