@@ -36,7 +36,7 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 HOW_TO_ENABLE = (
-    "browser tests skipped: Chromium not found; enable them with "
+    "browser tests: Chromium not found; enable them with "
     "`sudo apt-get install chromium` (or CHROMIUM=/path/to/chrome), then `make test`"
 )
 
@@ -78,21 +78,25 @@ def find_chromium() -> str | None:
             or shutil.which("chromium-browser"))
 
 
-def require_browser() -> str:
+def browser_missing() -> str | None:
+    """Why the browser tests cannot run here, or None when they can."""
     chromium = find_chromium()
-    missing = None
-    if chromium is None:
-        missing = HOW_TO_ENABLE
-    else:
-        try:
-            import playwright.sync_api  # noqa: F401
-        except ImportError:
-            missing = "browser tests skipped: Playwright missing; `make test` installs it"
+    if chromium is None or not Path(chromium).is_file():
+        return HOW_TO_ENABLE
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "browser tests: Playwright missing; `make test` installs it"
+    return None
+
+
+def require_browser() -> str:
+    missing = browser_missing()
     if missing:
         if in_ci():
             pytest.fail(f"CI must run the browser tests, but: {missing}", pytrace=False)
         pytest.skip(missing)
-    return chromium
+    return find_chromium()
 
 
 class _SiteHandler(http.server.SimpleHTTPRequestHandler):
