@@ -108,6 +108,19 @@ class _SiteHandler(http.server.SimpleHTTPRequestHandler):
             return str(SITE / "__outside_the_site__")
         return super().translate_path("/" + clean[len(self.prefix):])
 
+    def send_error(self, code, message=None, explain=None):
+        """A missing page gets the site's 404.html, as Read the Docs and Pages serve it."""
+        not_found = SITE / "404.html"
+        if code != 404 or not not_found.is_file():
+            return super().send_error(code, message, explain)
+        body = not_found.read_bytes()
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
     def log_message(self, *args) -> None:  # keep the test log for failures
         pass
 
