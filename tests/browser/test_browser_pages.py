@@ -52,6 +52,13 @@ def expected_outputs(page: str) -> list[dict]:
     return shown
 
 
+def inject_axe(visit) -> None:
+    if not AXE.is_file():
+        pytest.fail(f"{AXE.relative_to(ROOT)} missing: run `npm ci` (`make test` does)",
+                    pytrace=False)
+    visit.page.add_script_tag(path=str(AXE))
+
+
 def test_the_site_has_pages():
     assert PAGES, f"no pages found in {SITE}: run `make html` first (`make test` does)"
 
@@ -114,6 +121,13 @@ def test_page_fits_a_phone(open_page, page):
                 f"at {PHONE_WIDTH} px the page scrolls sideways: "
                 f"{overflow['scroll']} px wide in a {overflow['width']} px viewport; "
                 f"too wide: {overflow['wide']}")
+    # On a phone more code and outputs scroll sideways: each must take keyboard focus.
+    inject_axe(visit)
+    unreachable = visit.page.evaluate("""async () => (await axe.run(document,
+        {runOnly: {type: 'rule', values: ['scrollable-region-focusable']}}))
+        .violations.flatMap(v => v.nodes.map(n => n.target.join(' ')))""")
+    visit.check(not unreachable, f"phone-{page}",
+                f"at {PHONE_WIDTH} px these scroll but take no keyboard focus: {unreachable[:5]}")
 
 
 AXE_SERIOUS = """async () => {
@@ -127,11 +141,8 @@ AXE_SERIOUS = """async () => {
 
 @pytest.mark.parametrize("page", PAGES)
 def test_page_is_accessible_in_light_and_dark(open_page, page):
-    if not AXE.is_file():
-        pytest.fail(f"{AXE.relative_to(ROOT)} missing: run `npm ci` (`make test` does)",
-                    pytrace=False)
     visit = open_page(page)
-    visit.page.add_script_tag(path=str(AXE))
+    inject_axe(visit)
     for theme in ["light", "dark"]:
         # As furo's toggle does: the body's data-theme picks the palette.
         visit.page.evaluate(f"document.body.dataset.theme = '{theme}'")
