@@ -44,7 +44,7 @@ linkcheck: $(INSTALLED) ## Check internal links (external ones too with ONLINE=1
 audit: html ## Lighthouse scores for the landing page and the heaviest page (not part of test)
 	$(PYTHON) tools/lighthouse_audit.py $(BUILDDIR)/html
 
-clean: ## Remove the built site and the execution cache (keeps .venv)
+clean: ## Remove the built site and the execution cache (keeps .venv, node_modules)
 	rm -rf $(BUILDDIR)
 
 # The venv is (re)made whenever requirements.txt changes.

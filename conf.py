@@ -93,10 +93,11 @@ copybutton_exclude = ".linenos, .gp, .go"
 extensions.append("svg_math")
 html_math_renderer = "svgmath"
 
-# -- The site as readers get it: base URL, metadata, downloads (issue 5) ---------------
+# -- The site's address, metadata and 404 page (issue 5) -----------------------------
 # The site's address, set here only: OpenGraph tags, sitemap.xml, robots.txt,
-# canonical links and the 404 page's links all read html_baseurl. Read the Docs and the Pages
-# workflow pass the address they serve the site at; a local build uses the default.
+# canonical links and the 404 page's links all read html_baseurl. Read the Docs
+# and the Pages workflow pass the address they serve the site at; a local build
+# uses the default.
 
 html_baseurl = (
     os.environ.get("SITE_URL")
@@ -109,8 +110,6 @@ if not html_baseurl.endswith("/"):
 extensions += [
     "sphinxext.opengraph",  # og:title, og:description, og:url on every page
     "notfound.extension",  # 404.html whose links work from any missing URL
-    "reader_features",  # docs/_ext: .ipynb downloads, sitemap.xml, robots.txt
-    "accessible_pages",  # docs/_ext: mends what axe-core finds in extensions' HTML
 ]
 ogp_site_url = html_baseurl
 ogp_social_cards = {"enable": False}  # no generated images: one more thing to fetch
@@ -123,10 +122,18 @@ notfound_context = {
         "or the search box.</p>"
     ),
 }
-html_favicon = "docs/_static/favicon.svg"  # else browsers ask the server root for /favicon.ico
-templates_path = ["docs/_templates"]  # a notebook download beside "view source"
-html_js_files = ["site.js"]  # keyboard access to scrollable code and outputs
+html_favicon = "docs/_static/favicon.svg"  # else browsers ask the server for /favicon.ico
 
+# -- Reader features and accessibility (issue 5) ------------------------------------
+
+extensions += [
+    "reader_features",  # docs/_ext: .ipynb downloads, sitemap.xml, robots.txt
+    "accessible_pages",  # docs/_ext: mends what axe-core finds in extensions' HTML
+]
+templates_path = ["docs/_templates"]  # a notebook download beside "view source"
+html_js_files = ["site.js"]  # keyboard access to code and outputs that scroll
+
+# -- Links to PyTorch's reference, online only (issue 5) ------------------------------
 # API names written as roles, e.g. {py:func}`torch.autograd.grad`, link to
 # PyTorch's reference only when the network is there (ONLINE=1): fetching an
 # inventory is a network request. Offline they show as code, and -n does not
