@@ -206,6 +206,9 @@ def open_page(browser, base_url):
                 and visit.console_errors.append(f"{msg.text} ({msg.location.get('url')})"))
         page.on("pageerror", lambda error: visit.console_errors.append(f"uncaught: {error}"))
         page.goto(visit.url, wait_until="load")
+        # site.css lets the browser skip laying out sections far off screen; the
+        # checks below measure and audit every section, so lay them all out.
+        page.add_style_tag(content="article section { content-visibility: visible !important; }")
         if theme == "dark":
             # Furo follows the system's scheme ("auto"); pin it as the toggle would.
             page.evaluate("document.body.dataset.theme = 'dark'")
