@@ -111,16 +111,36 @@ def test_page_fits_a_phone(open_page, page):
     visit = open_page(page, width=PHONE_WIDTH)
     overflow = visit.page.evaluate("""() => {
       const root = document.documentElement;
-      const wide = [...document.body.querySelectorAll('*')]
-        .filter(el => el.getBoundingClientRect().right > root.clientWidth + 1)
-        .filter(el => !el.closest('[tabindex], .sidebar-drawer, .toc-drawer'))
-        .slice(0, 5).map(el => el.tagName.toLowerCase() + '.' + el.className);
+      // What sticks out past the text column's right edge and is not inside a box
+      // that scrolls (site.js gives those tabindex) or text kept for screen readers
+      // only: furo's content box then scrolls sideways, or the screen cuts it off.
+      const article = document.querySelector('article');
+      const edge = Math.min(article.getBoundingClientRect().right, root.clientWidth) + 1;
+      const hidden = '[tabindex], mjx-assistive-mml, .visually-hidden, .headerlink';
+      const boxed = 'img, svg, mjx-container, table, pre';
+      // How far right a thing is drawn: its box, or for text its glyphs.
+      const right = el => {
+        if (el.matches(boxed)) return el.getBoundingClientRect().right;
+        const range = document.createRange();
+        range.selectNodeContents(el);
+        return range.getBoundingClientRect().right;
+      };
+      const wide = [...article.querySelectorAll('*')]
+        .filter(el => !el.closest('svg, mjx-container *'))
+        .filter(el => el.matches(boxed) || (el.children.length === 0 && el.textContent.trim()))
+        .filter(el => right(el) > edge)
+        .filter(el => !el.closest(hidden))
+        .slice(0, 5).map(el => el.tagName.toLowerCase() + (el.className && el.className.baseVal === undefined
+                                ? '.' + el.className : '') + ': ' + (el.textContent || '').trim().slice(0, 40));
       return {scroll: root.scrollWidth, width: root.clientWidth, wide};
     }""")
     visit.check(overflow["scroll"] <= overflow["width"], f"phone-{page}",
                 f"at {PHONE_WIDTH} px the page scrolls sideways: "
                 f"{overflow['scroll']} px wide in a {overflow['width']} px viewport; "
                 f"too wide: {overflow['wide']}")
+    visit.check(not overflow["wide"], f"phone-{page}",
+                f"at {PHONE_WIDTH} px these run past the text column's edge: "
+                f"{overflow['wide']}")
     # On a phone more code and outputs scroll sideways: each must take keyboard focus.
     inject_axe(visit)
     unreachable = visit.page.evaluate("""async () => (await axe.run(document,
