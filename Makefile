@@ -10,26 +10,29 @@ BUILDDIR        ?= _build
 SPHINXOPTS      ?= -n -W --keep-going -j auto
 SPHINXBUILD     := $(PYTHON) -m sphinx -c . $(SPHINXOPTS)
 INSTALLED       := $(VENV)/.installed
+# Node packages (package-lock.json): MathJax draws the equations at build time,
+# axe-core and Lighthouse check the built pages. `npm ci` installs exactly the lock.
+NODE_MODULES    := node_modules/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help html test doctest pytest livehtml linkcheck clean
+.PHONY: help html test doctest pytest livehtml linkcheck audit clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-html: $(INSTALLED) ## Build the site into _build/html, executing every changed page
+html: $(INSTALLED) $(NODE_MODULES) ## Build the site into _build/html, executing every changed page
 	$(SPHINXBUILD) -b html -d $(BUILDDIR)/doctrees docs $(BUILDDIR)/html
 	@echo "Open $(BUILDDIR)/html/index.html"
 
-test: html doctest pytest ## Everything CI checks: strict build, doctests, pytest
+test: html doctest pytest ## Everything CI checks: strict build, doctests, pytest (browser too)
 
 doctest: $(INSTALLED) ## Run the {doctest} blocks on every page
 	$(SPHINXBUILD) -b doctest -d $(BUILDDIR)/doctrees-doctest docs $(BUILDDIR)/doctest
 
-pytest: $(INSTALLED) ## Run every snippet and the tests in tests/
+pytest: $(INSTALLED) $(NODE_MODULES) ## Run the snippets and tests/ (tests/browser: the built site in Chromium)
 	$(PYTHON) -m pytest
 
-livehtml: $(INSTALLED) ## Serve the site and rebuild on every edit in docs/ or snippets/
+livehtml: $(INSTALLED) $(NODE_MODULES) ## Serve the site and rebuild on every edit in docs/ or snippets/
 	$(PYTHON) -m sphinx_autobuild -c . -n --keep-going -d $(BUILDDIR)/doctrees \
 	  --watch snippets --watch conf.py --ignore '*/.jupyter_cache/*' \
 	  --port $${PORT:-8000} docs $(BUILDDIR)/html
@@ -38,7 +41,10 @@ linkcheck: $(INSTALLED) ## Check internal links (external ones too with ONLINE=1
 	$(SPHINXBUILD) -b linkcheck -d $(BUILDDIR)/doctrees-linkcheck \
 	  $(if $(ONLINE),,-D linkcheck_ignore='.*://.*') docs $(BUILDDIR)/linkcheck
 
-clean: ## Remove the built site and the execution cache (keeps .venv)
+audit: html ## Lighthouse scores for the landing page and the heaviest page (not part of test)
+	$(PYTHON) tools/lighthouse_audit.py $(BUILDDIR)/html
+
+clean: ## Remove the built site and the execution cache (keeps .venv, node_modules)
 	rm -rf $(BUILDDIR)
 
 # The venv is (re)made whenever requirements.txt changes.
@@ -46,4 +52,10 @@ $(INSTALLED): requirements.txt
 	@$(PYTHON_FOR_VENV) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python 3.11 or newer is needed")'
 	test -x $(PYTHON) || $(PYTHON_FOR_VENV) -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --requirement requirements.txt
+	touch $@
+
+# Node packages are (re)installed whenever the lock changes.
+$(NODE_MODULES): package.json package-lock.json
+	@command -v npm >/dev/null || { echo "npm not found: install Node.js 20 or newer (it brings npm)"; exit 1; }
+	npm ci --no-audit --no-fund --loglevel=error
 	touch $@

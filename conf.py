@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from urllib.parse import urlparse
 
 ROOT = Path(__file__).parent.resolve()
 SNIPPETS = ROOT / "snippets"
@@ -84,3 +85,65 @@ html_last_updated_fmt = None
 
 # Copy only what a reader would type: no prompts, no outputs.
 copybutton_exclude = ".linenos, .gp, .go"
+
+# -- Equations: SVG rendered at build time (issue 5) ----------------------------------
+# docs/_ext/svg_math.py hands every equation to MathJax in Node (node_modules, made
+# by `npm ci` from package-lock.json) and writes the SVG into the page: readers'
+# browsers load no script, font or CDN for math, online, offline or from file://.
+
+extensions.append("svg_math")
+html_math_renderer = "svgmath"
+
+# -- The site's address, metadata and 404 page (issue 5) -----------------------------
+# The site's address, set here only: OpenGraph tags, sitemap.xml, robots.txt,
+# canonical links and the 404 page's links all read html_baseurl. Read the Docs
+# and the Pages workflow pass the address they serve the site at; a local build
+# uses the default.
+
+html_baseurl = (
+    os.environ.get("SITE_URL")
+    or os.environ.get("READTHEDOCS_CANONICAL_URL")
+    or "https://autograd-explained.readthedocs.io/en/latest/"
+)
+if not html_baseurl.endswith("/"):
+    html_baseurl += "/"
+
+extensions += [
+    "sphinxext.opengraph",  # og:title, og:description, og:url on every page
+    "notfound.extension",  # 404.html whose links work from any missing URL
+]
+ogp_site_url = html_baseurl
+ogp_social_cards = {"enable": False}  # no generated images: one more thing to fetch
+notfound_urls_prefix = urlparse(html_baseurl).path
+notfound_context = {
+    "title": "Page not found",
+    "body": (
+        "<h1>Page not found</h1>\n<p>No page lives at this address. Try the "
+        '<a href="' + urlparse(html_baseurl).path + 'index.html">front page</a> '
+        "or the search box.</p>"
+    ),
+}
+html_favicon = "docs/_static/favicon.svg"  # else browsers ask the server for /favicon.ico
+
+# -- Reader features and accessibility (issue 5) ------------------------------------
+
+extensions += [
+    "reader_features",  # docs/_ext: .ipynb downloads, sitemap.xml, robots.txt
+    "accessible_pages",  # docs/_ext: mends what axe-core finds in extensions' HTML
+]
+templates_path = ["docs/_templates"]  # a notebook download beside "view source"
+html_js_files = ["site.js"]  # keyboard access to code and outputs that scroll
+
+# -- Links to PyTorch's reference, online only (issue 5) ------------------------------
+# API names written as roles, e.g. {py:func}`torch.autograd.grad`, link to
+# PyTorch's reference only when the network is there (ONLINE=1): fetching an
+# inventory is a network request. Offline they show as code, and -n does not
+# warn about the missing targets, so offline builds stay warning-free.
+if os.environ.get("ONLINE"):
+    extensions.append("sphinx.ext.intersphinx")
+    intersphinx_mapping = {
+        "python": ("https://docs.python.org/3", None),
+        "torch": ("https://docs.pytorch.org/docs/stable/", None),
+    }
+else:
+    nitpick_ignore_regex = [(r"py:.*", r"(torch|numpy|matplotlib)(\..*)?")]

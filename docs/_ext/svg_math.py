@@ -1,0 +1,150 @@
+"""Equations rendered to SVG at build time: no script, font or CDN in the reader's browser.
+
+The HTML writer leaves each equation's TeX in a placeholder element. When the build
+finishes, every placeholder in the written pages is sent, in one batch (one entry per occurrence), to MathJax
+running in Node (``render_math.cjs``, MathJax from ``node_modules``), and replaced by
+the SVG it returns, with hidden MathML beside it for screen readers. Pages written in
+an earlier build have no placeholders left, so an incremental build renders only
+what it wrote. TeX that MathJax cannot parse is a build warning naming the page
+(and so, with ``-W``, a failed build), never red text on a page.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.locale import _
+from sphinx.util import logging
+from sphinx.util.math import get_node_equation_number
+
+logger = logging.getLogger(__name__)
+
+RENDERER = Path(__file__).with_name("render_math.cjs")
+STYLESHEET = "mathjax-svg.css"  # written into _static by the build
+PLACEHOLDER = re.compile(r'<span data-math-pending="(inline|display)">([^<]*)</span>')
+
+
+def _pending(kind: str, tex: str, translator) -> str:
+    return f'<span data-math-pending="{kind}">{translator.encode(tex)}</span>'
+
+
+def visit_math(self, node: nodes.math) -> None:
+    self.body.append(self.starttag(node, "span", "", CLASS="math notranslate nohighlight"))
+    self.body.append(_pending("inline", node.astext(), self) + "</span>")
+    raise nodes.SkipNode
+
+
+def visit_displaymath(self, node: nodes.math_block) -> None:
+    self.body.append(self.starttag(node, "div", CLASS="math notranslate nohighlight"))
+    if node.get("number"):
+        number = get_node_equation_number(self, node)
+        self.body.append(f'<span class="eqno">({number})')
+        self.add_permalink_ref(node, _("Link to this equation"))
+        self.body.append("</span>")
+    tex = node.astext()
+    if not node.get("no-wrap", node.get("nowrap", False)):
+        # As sphinx.ext.mathjax: blank-line separated equations are aligned
+        # together, and an equation with line breaks is a split.
+        parts = [part for part in tex.split("\n\n") if part.strip()]
+        parts = [rf"\begin{{split}}{p}\end{{split}}" if r"\\" in p else p for p in parts]
+        tex = (r"\begin{align}\begin{aligned}" + r"\\".join(parts)
+               + r"\end{aligned}\end{align}") if len(parts) > 1 else "".join(parts)
+    self.body.append(_pending("display", tex, self) + "</div>\n")
+    raise nodes.SkipNode
+
+
+def node_executable() -> str:
+    node = shutil.which("node")
+    if node is None:
+        raise RuntimeError("equations are rendered by Node.js: install `node` (20 or newer)")
+    return node
+
+
+def render(equations: list[tuple[str, bool]], cwd: Path) -> tuple[str, list]:
+    """MathJax's stylesheet and one SVG (or ``{"error": ...}``) per equation."""
+    payload = json.dumps([{"tex": tex, "display": display} for tex, display in equations])
+    result = subprocess.run(
+        [node_executable(), str(RENDERER)], input=payload, capture_output=True,
+        text=True, cwd=cwd, check=False,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(
+            f"MathJax failed to start ({result.stderr.strip()[-800:]}); "
+            "`make html` installs it with `npm ci`"
+        )
+    rendered = json.loads(result.stdout)
+    return rendered["css"], rendered["html"]
+
+
+def _render_written_pages(app: Sphinx, exception: Exception | None) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    if getattr(app.builder, "math_renderer_name", None) != "svgmath":
+        return
+    outdir = Path(app.outdir)
+    pages = {}
+    for path in outdir.rglob("*.html"):
+        text = path.read_text(encoding="utf8")
+        if 'data-math-pending="' in text:
+            pages[path] = text
+    stylesheet = outdir / "_static" / STYLESHEET
+    if not pages and stylesheet.exists():
+        return
+    # One equation per occurrence, not per distinct TeX: each SVG's glyph ids must
+    # be unique on its page.
+    found = [(path, html.unescape(tex), kind == "display")
+             for path, text in pages.items() for kind, tex in PLACEHOLDER.findall(text)]
+    # The sample equation keeps the stylesheet complete even when no page has math.
+    css, rendered = render([(tex, display) for _, tex, display in found] + [("x", False)],
+                           Path(app.confdir))
+    outputs = iter(rendered)
+    for path, text in pages.items():
+        def substitute(match: re.Match, path=path) -> str:
+            out = next(outputs)
+            if isinstance(out, dict):
+                logger.warning("cannot render equation %r: %s", html.unescape(match[2]),
+                               out["error"], location=str(path.relative_to(outdir)),
+                               type="svg_math", subtype="tex")
+                return match[0]
+            return out
+        path.write_text(PLACEHOLDER.sub(substitute, text), encoding="utf8")
+    stylesheet.parent.mkdir(parents=True, exist_ok=True)
+    stylesheet.write_text(css, encoding="utf8")
+
+
+def _add_stylesheet(app: Sphinx) -> None:
+    if getattr(app.builder, "math_renderer_name", None) == "svgmath":
+        app.add_css_file(STYLESHEET)
+
+
+def renderer_fingerprint() -> str:
+    """What the drawn SVG depends on: the renderer script and MathJax's version."""
+    parts = [RENDERER.read_bytes()]
+    for parent in RENDERER.parents:
+        package = parent / "node_modules" / "mathjax-full" / "package.json"
+        if package.is_file():
+            parts.append(package.read_bytes())
+            break
+    return hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
+
+
+def setup(app: Sphinx) -> dict:
+    # Not set by conf.py: when the renderer or MathJax changes, this value does,
+    # and Sphinx writes every page again (so every equation is drawn again).
+    app.add_config_value("svg_math_renderer", renderer_fingerprint(), "html", str)
+    app.add_html_math_renderer(
+        "svgmath",
+        inline_renderers=(visit_math, None),
+        block_renderers=(visit_displaymath, None),
+    )
+    app.connect("builder-inited", _add_stylesheet)
+    app.connect("build-finished", _render_written_pages)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
