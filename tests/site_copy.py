@@ -128,7 +128,8 @@ def make_copy(folder: Path, pages: dict[str, str] | None = None) -> Path:
     ``REAL_PAGES``. Without ``pages`` it holds ``TEST_PAGE`` and ``FIGURE_PAGE``.
     """
     folder.mkdir(parents=True, exist_ok=True)
-    for name in ("conf.py", "Makefile", "requirements.txt"):
+    for name in ("conf.py", "Makefile", "requirements.txt", "package.json",
+                 "package-lock.json"):
         shutil.copy2(ROOT / name, folder / name)
     # make would otherwise reinstall the venv: requirements.txt is older than it.
     os.utime(folder / "requirements.txt", (0, 0))
@@ -136,6 +137,8 @@ def make_copy(folder: Path, pages: dict[str, str] | None = None) -> Path:
     shutil.copytree(ROOT / "snippets", folder / "snippets", ignore=ignore)
     for sub in ("_ext", "_static"):
         shutil.copytree(ROOT / "docs" / sub, folder / "docs" / sub, ignore=ignore)
+    # The build draws equations with MathJax from node_modules (docs/_ext/svg_math.py).
+    (folder / "node_modules").symlink_to(ROOT / "node_modules", target_is_directory=True)
     for name in REAL_PAGES:
         (folder / "docs" / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / "docs" / f"{name}.md", folder / "docs" / f"{name}.md")

@@ -40,11 +40,14 @@ def fetch(url: str) -> tuple[int, str]:
         return getattr(error, "code", 0), ""
 
 
-def wait_for(condition, what: str, deadline: float, log: Path):
+def wait_for(condition, what: str, deadline: float, log: Path, server):
     while time.monotonic() < deadline:
         value = condition()
         if value:
             return value
+        if server.poll() is not None:
+            pytest.fail(f"the server exited while waiting for {what}; its log:\n"
+                        f"{log.read_text()}")
         time.sleep(1)
     pytest.fail(f"timed out waiting for {what}; server log:\n{log.read_text()}")
 
@@ -67,14 +70,14 @@ def test_livehtml_survives_a_broken_cell_and_shows_the_fix(warm_copy):
             start_new_session=True,  # its own process group, to stop it whole
         )
     try:
-        wait_for(lambda: fetch(url)[0] == 200, "the first page", deadline, log)
+        wait_for(lambda: fetch(url)[0] == 200, "the first page", deadline, log, server)
 
         write(page, source.replace("print(z.grad)\n", BROKEN))
         error = "cell raised ValueError: saved half-way through an edit"
         wait_for(lambda: error in log.read_text(), "the log to name the error",
-                 deadline, log)
+                 deadline, log, server)
         wait_for(lambda: "build " in log.read_text().rsplit(error, 1)[1],
-                 "the broken build to end", deadline, log)
+                 "the broken build to end", deadline, log, server)
         print(next(line for line in log.read_text().splitlines() if error in line))
         status, _ = fetch(url)
         assert status == 200, "the server stopped serving after a broken cell"
@@ -82,7 +85,7 @@ def test_livehtml_survives_a_broken_cell_and_shows_the_fix(warm_copy):
 
         write(page, source.replace("print(z.grad)\n", FIXED))
         wait_for(lambda: "the fix is live" in fetch(url)[1], "the fixed output",
-                 deadline, log)
+                 deadline, log, server)
     finally:
         stop_group(server)
     with pytest.raises(ProcessLookupError):
