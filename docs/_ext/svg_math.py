@@ -121,8 +121,16 @@ def _render_written_pages(app: Sphinx, exception: Exception | None) -> None:
 
 
 def _add_stylesheet(app: Sphinx) -> None:
-    if getattr(app.builder, "math_renderer_name", None) == "svgmath":
-        app.add_css_file(STYLESHEET)
+    if getattr(app.builder, "math_renderer_name", None) != "svgmath":
+        return
+    app.add_css_file(STYLESHEET)
+    # Sphinx adds a ?v=checksum to a stylesheet's link only if the file exists when
+    # a page is written; write it now, so a clean build links it as a rebuild does.
+    stylesheet = Path(app.outdir) / "_static" / STYLESHEET
+    if not stylesheet.exists():
+        css, _ = render([("x", False)], Path(app.confdir))
+        stylesheet.parent.mkdir(parents=True, exist_ok=True)
+        stylesheet.write_text(css, encoding="utf8")
 
 
 def renderer_fingerprint() -> str:
