@@ -40,6 +40,7 @@ extensions = [
     "sphinx_copybutton",
     "sphinx_togglebutton",
     "executed_pages",  # docs/_ext: cache keys that see snippets and torch
+    "fork_kernels",  # docs/_ext: pages run in kernels forked from a warm server
 ]
 exclude_patterns = ["_ext", "**/.ipynb_checkpoints"]
 executed_pages_snippets_dir = str(SNIPPETS)

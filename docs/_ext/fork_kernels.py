@@ -1,0 +1,126 @@
+"""Run every page in a kernel forked from a warm server, not started from cold.
+
+A plain page kernel pays about a second to start ipykernel and nearly two to
+import torch, on every page. When the build is about to read pages, this
+extension starts ``fork_server.py`` (which imports torch, numpy, matplotlib and
+ipykernel once, and runs nothing else), and points the ``python3`` kernelspec
+written by ``executed_pages`` at ``fork_launcher.py``, a standard-library-only
+command that asks the server to fork a fresh kernel for the page and stands in
+for it (signals in, exit status out). Every page still runs in its own process.
+
+The server is stopped when the build finishes, and at interpreter exit if the
+build fails or is interrupted; it also exits on its own when the build process
+dies. Parallel readers (``-j``) are forked after it starts and share it.
+
+Set ``AUTOGRAD_DOCS_FORK_SERVER=0`` to run plain kernels. Where fork is not
+available (not Linux), the build says so once and runs plain kernels.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from sphinx.application import Sphinx
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+HERE = Path(__file__).parent
+ENV_SWITCH = "AUTOGRAD_DOCS_FORK_SERVER"
+
+
+def unavailable_reason() -> str | None:
+    """Why the fork server cannot be used here, or None if it can."""
+    if os.environ.get(ENV_SWITCH, "1") == "0":
+        return f"{ENV_SWITCH}=0"
+    if not sys.platform.startswith("linux"):
+        return f"forking a warm kernel is only done on Linux, not {sys.platform}"
+    if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
+        return "this Python cannot fork or pass file descriptors"
+    return None
+
+
+class ForkServer:
+    """The server process, owned by the process that started it."""
+
+    def __init__(self) -> None:
+        self.folder = tempfile.mkdtemp(prefix="autograd-docs-kernels-")
+        self.socket_path = os.path.join(self.folder, "server.sock")
+        self.owner = os.getpid()
+        self.process = subprocess.Popen(
+            [sys.executable, str(HERE / "fork_server.py"), self.socket_path,
+             str(os.getpid())],
+            stdin=subprocess.PIPE,  # closes when this process dies: the server exits
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,  # Ctrl-C reaches the build, which stops us
+        )
+
+    def stop(self) -> None:
+        if os.getpid() != self.owner or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process.stdin.close()
+        try:
+            os.unlink(self.socket_path)
+        except FileNotFoundError:
+            pass
+        os.rmdir(self.folder)
+
+
+_server: ForkServer | None = None
+
+
+def kernelspec_file(app: Sphinx) -> Path:
+    """Where ``executed_pages`` writes the ``python3`` kernelspec."""
+    return Path(app.doctreedir) / "jupyter" / "kernels" / "python3" / "kernel.json"
+
+
+def launcher_argv(socket_path: str) -> list[str]:
+    # -I -S: no site-packages, no user paths: the launcher needs only the stdlib.
+    return [sys.executable, "-I", "-S", str(HERE / "fork_launcher.py"), socket_path,
+            "-f", "{connection_file}"]
+
+
+def _start_server(app: Sphinx, env, docnames: list[str]) -> None:
+    global _server
+    if _server is not None or not docnames or app.config.nb_execution_mode == "off":
+        return
+    reason = unavailable_reason()
+    if reason:
+        logger.info(f"fork server off ({reason}): each page starts its own kernel "
+                    "and imports torch itself")
+        return
+    _server = ForkServer()
+    atexit.register(_stop_server)
+    spec_file = kernelspec_file(app)
+    spec = json.loads(spec_file.read_text(encoding="utf8"))
+    spec["argv"] = launcher_argv(_server.socket_path)
+    spec_file.write_text(json.dumps(spec, indent=1), encoding="utf8")
+
+
+def _stop_server(*_args) -> None:
+    global _server
+    if _server is not None:
+        _server.stop()
+        if os.getpid() == _server.owner:
+            _server = None
+
+
+def setup(app: Sphinx) -> dict:
+    # env-before-read-docs: after executed_pages has written the kernelspec at
+    # builder-inited, before parallel readers fork, and only when pages are read.
+    app.connect("env-before-read-docs", _start_server)
+    app.connect("build-finished", _stop_server)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
