@@ -21,6 +21,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -54,29 +55,36 @@ class ForkServer:
         self.folder = tempfile.mkdtemp(prefix="autograd-docs-kernels-")
         self.socket_path = os.path.join(self.folder, "server.sock")
         self.owner = os.getpid()
-        self.process = subprocess.Popen(
-            [sys.executable, str(HERE / "fork_server.py"), self.socket_path,
-             str(os.getpid())],
-            stdin=subprocess.PIPE,  # closes when this process dies: the server exits
-            stdout=subprocess.DEVNULL,
-            start_new_session=True,  # Ctrl-C reaches the build, which stops us
-        )
+        # Listen here, before the server has even started Python: a launcher
+        # that connects while the server still imports torch waits in the
+        # backlog instead of finding no socket.
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(self.socket_path)
+        listener.listen(64)
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, str(HERE / "fork_server.py"), self.socket_path,
+                 str(listener.fileno()), str(os.getpid())],
+                pass_fds=[listener.fileno()],
+                stdin=subprocess.PIPE,  # closes when this process dies: the server exits
+                stdout=subprocess.DEVNULL,
+                start_new_session=True,  # Ctrl-C reaches the build, which stops us
+            )
+        finally:
+            listener.close()
 
     def stop(self) -> None:
-        if os.getpid() != self.owner or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        if os.getpid() != self.owner:
+            return  # a forked reader: the server is not ours to stop
+        if self.process.poll() is None:
+            self.process.terminate()  # it kills and reaps its kernels
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
         self.process.stdin.close()
-        try:
-            os.unlink(self.socket_path)
-        except FileNotFoundError:
-            pass
-        os.rmdir(self.folder)
+        shutil.rmtree(self.folder, ignore_errors=True)  # the server removes it first
 
 
 _server: ForkServer | None = None

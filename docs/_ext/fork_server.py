@@ -1,6 +1,7 @@
 """Fork a fresh page kernel per request, from a process that imported torch once.
 
-Usage: ``python fork_server.py SOCKET PARENT_PID`` (started by ``fork_kernels``).
+Usage: ``python fork_server.py SOCKET LISTENER_FD PARENT_PID`` (started by
+``fork_kernels``, which binds SOCKET and passes it listening as LISTENER_FD).
 
 A plain page kernel spends about a second starting ipykernel and nearly two
 importing torch, before running a page whose own code takes a fraction of that.
@@ -76,13 +77,11 @@ def _recv_exactly(conn: socket.socket, size: int) -> bytes:
 
 
 class Server:
-    def __init__(self, socket_path: str):
+    def __init__(self, socket_path: str, listener_fd: int):
         self.socket_path = socket_path
         self.server_pid = os.getpid()
         self.selector = selectors.DefaultSelector()
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(socket_path)
-        self.listener.listen(64)
+        self.listener = socket.socket(fileno=listener_fd)  # bound by the build
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
         os.set_blocking(self.wake_w, False)
@@ -191,9 +190,10 @@ class Server:
                 os.waitpid(pid, 0)
             except ChildProcessError:
                 pass
-        try:
+        try:  # the build may be gone: tidy its folder for it
             os.unlink(self.socket_path)
-        except FileNotFoundError:
+            os.rmdir(os.path.dirname(self.socket_path))
+        except OSError:
             pass
 
     # -- the forked child -----------------------------------------------------
@@ -225,8 +225,10 @@ class Server:
             os.environ.clear()
             os.environ.update(request["env"])
             sys.argv = list(request["argv"])
-            # numpy seeds its global generator from the OS at import; a fresh
-            # process would get a fresh seed (Python's random reseeds at fork).
+            # torch and numpy seed their global generators from the OS at
+            # import, so every fork would share the server's seed; a fresh
+            # process gets a fresh one. (Python's random reseeds itself at fork.)
+            sys.modules["torch"].default_generator.seed()
             sys.modules["numpy"].random.seed()
             # ipykernel reads JPY_PARENT_PID when it is imported, which here was
             # before the launcher's environment arrived; without it the kernel
@@ -252,14 +254,12 @@ class Server:
 
 
 def main() -> None:
-    socket_path, parent_pid = sys.argv[1], int(sys.argv[2])
-    die_with_parent(signal.SIGTERM, parent_pid)
+    socket_path, listener_fd, parent_pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    server = Server(socket_path, listener_fd)
+    atexit.register(server.close)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     signal.signal(signal.SIGINT, lambda *_: sys.exit(0))
-    # Listen first: launchers that connect while torch is still importing wait
-    # in the backlog instead of failing, so the build never waits for the server.
-    server = Server(socket_path)
-    atexit.register(server.close)
+    die_with_parent(signal.SIGTERM, parent_pid)
     preload()
     try:
         server.serve()
