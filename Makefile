@@ -12,7 +12,7 @@ SPHINXBUILD     := $(PYTHON) -m sphinx -c . $(SPHINXOPTS)
 INSTALLED       := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help html test doctest pytest livehtml linkcheck clean
+.PHONY: help html test doctest pytest livehtml linkcheck bench clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -37,6 +37,9 @@ livehtml: $(INSTALLED) ## Serve the site and rebuild on every edit in docs/ or s
 linkcheck: $(INSTALLED) ## Check internal links (external ones too with ONLINE=1)
 	$(SPHINXBUILD) -b linkcheck -d $(BUILDDIR)/doctrees-linkcheck \
 	  $(if $(ONLINE),,-D linkcheck_ignore='.*://.*') docs $(BUILDDIR)/linkcheck
+
+bench: $(INSTALLED) ## Time the build against its floor, on a scratch copy (see README)
+	$(PYTHON) bench/bench.py $(BENCHOPTS)
 
 clean: ## Remove the built site and the execution cache (keeps .venv)
 	rm -rf $(BUILDDIR)
