@@ -61,20 +61,28 @@ def main() -> None:
     socket.send_fds(server, [struct.pack("!I", len(request))], _standard_fds())
     server.sendall(request)
 
-    replies = server.makefile("rb")
-    first = replies.readline()
-    if not first:
-        _plain_kernel(kernel_args, "fork server closed the connection")
-    kernel_pid = json.loads(first)["pid"]
+    # A signal that arrives before the kernel exists is kept, then delivered.
+    kernel = {"pid": None, "pending": []}
 
     def forward(signum, _frame):
+        if kernel["pid"] is None:
+            kernel["pending"].append(signum)
+            return
         try:
-            os.killpg(kernel_pid, signum)
+            os.killpg(kernel["pid"], signum)
         except ProcessLookupError:
             pass
 
     for signum in FORWARDED:
         signal.signal(signum, forward)
+
+    replies = server.makefile("rb")
+    first = replies.readline()
+    if not first:
+        _plain_kernel(kernel_args, "fork server closed the connection")
+    kernel["pid"] = json.loads(first)["pid"]
+    for signum in kernel["pending"]:
+        forward(signum, None)
 
     last = replies.readline()
     if not last:  # the server died; its kernels die with it
