@@ -169,6 +169,25 @@ def test_a_kernel_is_forked_from_the_server_with_torch_already_imported(server, 
         kernel.shutdown()
 
 
+def test_a_figure_is_shown_inline_as_in_a_plain_kernel(server, tmp_path):
+    """matplotlib was imported before the kernel existed; figures must still show."""
+    kernel = Kernel(tmp_path)
+    shown = []
+    try:
+        kernel.client.execute_interactive(
+            "import matplotlib.pyplot as plt\nplt.plot([0, 1], [1, 0])\n"
+            "import matplotlib; print(matplotlib.get_backend())",
+            output_hook=lambda msg: shown.append(msg), timeout=60)
+    finally:
+        kernel.shutdown()
+    images = [m for m in shown if m["msg_type"] == "display_data"
+              and "image/png" in m["content"]["data"]]
+    assert len(images) == 1, [m["msg_type"] for m in shown]
+    backend = "".join(m["content"].get("text", "") for m in shown
+                      if m["msg_type"] == "stream")
+    assert "matplotlib_inline" in backend or "inline" in backend
+
+
 def test_an_interrupt_reaches_the_kernel(server, tmp_path):
     kernel = Kernel(tmp_path)
     try:
