@@ -38,6 +38,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CORES = os.cpu_count() or 1
 EXECUTING = re.compile(r"Executing notebook")
+EXECUTED_IN = re.compile(r"Executed notebook in ([0-9.]+) seconds")
+# Seconds myst-nb reports per executed page (kernel start to shutdown), per build kind.
+EXECUTION_SECONDS: dict[str, list[float]] = {}
 MAKE = ["make", "--no-print-directory", "-o", ".venv/.installed"]  # never pip install
 
 
@@ -68,7 +71,7 @@ def executed_pages(repo: Path) -> list[Path]:
 # -- builds ------------------------------------------------------------------------------
 
 def build(repo: Path, *, fork: bool = True, render_only: bool = False,
-          strict: bool = True) -> tuple[float, int]:
+          strict: bool = True, record: bool = False) -> tuple[float, int]:
     """Run `make html`; return (seconds, pages executed)."""
     args = list(MAKE) + ["html"]
     opts = "-n -W --keep-going -j auto" if strict else "--keep-going -j auto"
@@ -82,7 +85,11 @@ def build(repo: Path, *, fork: bool = True, render_only: bool = False,
     seconds = time.perf_counter() - start
     if result.returncode:
         sys.exit(f"build failed in {repo}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
-    return seconds, len(EXECUTING.findall(result.stdout + result.stderr))
+    log = result.stdout + result.stderr
+    if record:
+        EXECUTION_SECONDS.setdefault("fork" if fork else "plain", []).extend(
+            float(s) for s in EXECUTED_IN.findall(log))
+    return seconds, len(EXECUTING.findall(log))
 
 
 def clean(repo: Path, *folders: str) -> None:
@@ -254,9 +261,9 @@ def main() -> None:
             clean(repo, "_build_render")
             note("render-only", build(repo, render_only=True)[0])
             clean(repo)
-            note("clean, plain kernels", build(repo, fork=False))
+            note("clean, plain kernels", build(repo, fork=False, record=True))
             clean(repo)
-            note("clean", build(repo))
+            note("clean", build(repo, record=True))
             note("no-change", build(repo))
             edit_code_cell(edited_page, f"bench edit {rep}")
             note("edit page", build(repo))
@@ -322,6 +329,16 @@ def report(runs, n_pages, page, snippet, snippet_users, scaling) -> None:
          "speed-up of the fork server"),
     ]:
         print(f"| {name} | {value:.2f} | {target} |")
+    warm_page = t["page code, warm process"] / n_pages
+    print(f"\nper page, inside the build (myst-nb's 'Executed notebook in', kernel start "
+          f"to shutdown, median):\n")
+    print("| kernel | s per page | minus the page's code in a warm process |")
+    print("| --- | ---: | ---: |")
+    for kind, label in (("plain", "cold kernel per page (before)"),
+                        ("fork", "forked from the server (after)")):
+        if EXECUTION_SECONDS.get(kind):
+            per_page = median(EXECUTION_SECONDS[kind])
+            print(f"| {label} | {per_page:.2f} | {per_page - warm_page:.2f} |")
     if scaling:
         counts = sorted(scaling)
         slope = ((scaling[counts[-1]] - scaling[counts[0]]) / (counts[-1] - counts[0])
