@@ -35,12 +35,13 @@ copyright = "2026, the Autograd, explained authors"
 # -- General configuration ---------------------------------------------------------
 
 extensions = [
+    # First, so that on a clean build the kernel server's imports overlap the rest.
+    "fork_kernels",  # docs/_ext: pages run in kernels forked from a warm server
     "myst_nb",
     "sphinx.ext.doctest",
     "sphinx_copybutton",
     "sphinx_togglebutton",
     "executed_pages",  # docs/_ext: cache keys that see snippets and torch
-    "fork_kernels",  # docs/_ext: pages run in kernels forked from a warm server
 ]
 exclude_patterns = ["_ext", "**/.ipynb_checkpoints"]
 executed_pages_snippets_dir = str(SNIPPETS)

@@ -233,6 +233,8 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--scaling", default="10,20,40",
                         help="copies for the synthetic site ('' to skip)")
+    parser.add_argument("--scaling-plain", default="10",
+                        help="synthetic sizes also built with plain kernels ('' to skip)")
     parser.add_argument("--model", default="tutorial/why-backward-z-gives-z.md",
                         help="the page the synthetic site copies")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
@@ -270,7 +272,7 @@ def main() -> None:
             snippet.write_text(snippet.read_text() + f"# bench edit {rep}\n")
             note("edit snippet", build(repo))
 
-        scaling = {}
+        scaling, scaling_plain = {}, {}
         for copies in filter(None, (int(c) for c in args.scaling.split(",") if c)):
             site = copy_repo(scratch / f"site-{copies}")
             synthetic_site(site, copies, args.model)
@@ -280,9 +282,16 @@ def main() -> None:
                 runs.setdefault(f"scale {copies}", []).append(build(site, strict=False)[0])
             scaling[copies] = median(runs[f"scale {copies}"])
             print(f"  clean: {scaling[copies]:.2f} s", flush=True)
+            if str(copies) in args.scaling_plain.split(","):
+                for rep in range(args.reps):
+                    clean(site)
+                    runs.setdefault(f"scale {copies} plain", []).append(
+                        build(site, strict=False, fork=False)[0])
+                scaling_plain[copies] = median(runs[f"scale {copies} plain"])
+                print(f"  clean, plain kernels: {scaling_plain[copies]:.2f} s", flush=True)
 
         report(runs, len(pages), edited_page.relative_to(repo / "docs"), snippet.name,
-               snippet_users, scaling)
+               snippet_users, scaling, scaling_plain)
     finally:
         if args.keep:
             print(f"kept {scratch}")
@@ -290,7 +299,7 @@ def main() -> None:
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-def report(runs, n_pages, page, snippet, snippet_users, scaling) -> None:
+def report(runs, n_pages, page, snippet, snippet_users, scaling, scaling_plain) -> None:
     t = {name: median([v[0] if isinstance(v, tuple) else v for v in values])
          for name, values in runs.items()}
     executed = {name: sorted({v[1] for v in values}) for name, values in runs.items()
@@ -343,11 +352,13 @@ def report(runs, n_pages, page, snippet, snippet_users, scaling) -> None:
         counts = sorted(scaling)
         slope = ((scaling[counts[-1]] - scaling[counts[0]]) / (counts[-1] - counts[0])
                  if len(counts) > 1 else float("nan"))
-        print("\n| synthetic pages | clean build, s | s per page | s per page x cores |")
-        print("| ---: | ---: | ---: | ---: |")
+        print("\n| synthetic pages | clean build, s | s per page | s per page x cores "
+              "| plain kernels, s |")
+        print("| ---: | ---: | ---: | ---: | ---: |")
         for copies in counts:
+            plain = f"{scaling_plain[copies]:.2f}" if copies in scaling_plain else ""
             print(f"| {copies} | {scaling[copies]:.2f} | {scaling[copies] / copies:.2f} | "
-                  f"{scaling[copies] / copies * CORES:.2f} |")
+                  f"{scaling[copies] / copies * CORES:.2f} | {plain} |")
         print(f"\nmarginal cost: {slope:.2f} s per added page "
               f"({slope * CORES:.2f} s of a core), "
               f"fixed cost: {scaling[counts[0]] - slope * counts[0]:.2f} s")

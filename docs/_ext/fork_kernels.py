@@ -101,17 +101,39 @@ def launcher_argv(socket_path: str) -> list[str]:
             "-f", "{connection_file}"]
 
 
-def _start_server(app: Sphinx, env, docnames: list[str]) -> None:
+def _start_server() -> None:
     global _server
-    if _server is not None or not docnames or app.config.nb_execution_mode == "off":
+    if _server is None:
+        _server = ForkServer()
+        atexit.register(_stop_server)
+
+
+def _start_early(app: Sphinx) -> None:
+    """On a clean build, start the server while Sphinx is still loading.
+
+    With no saved environment every page will be read and executed, so the
+    server's imports can overlap the import of the other extensions (myst-nb
+    alone takes a second or two). A rebuild waits until it knows it has pages
+    to read: a no-change rebuild never starts the server.
+    """
+    config = app.config
+    mode = config._overrides.get("nb_execution_mode",
+                                 config._raw_config.get("nb_execution_mode", "auto"))
+    clean_build = not (Path(app.doctreedir) / "environment.pickle").exists()
+    if clean_build and mode != "off" and unavailable_reason() is None:
+        _start_server()
+
+
+def _use_server(app: Sphinx, env, docnames: list[str]) -> None:
+    """Before pages are read: start the server if needed, point the kernelspec at it."""
+    if not docnames or app.config.nb_execution_mode == "off":
         return
     reason = unavailable_reason()
     if reason:
         logger.info(f"fork server off ({reason}): each page starts its own kernel "
                     "and imports torch itself")
         return
-    _server = ForkServer()
-    atexit.register(_stop_server)
+    _start_server()
     spec_file = kernelspec_file(app)
     spec = json.loads(spec_file.read_text(encoding="utf8"))
     spec["argv"] = launcher_argv(_server.socket_path)
@@ -127,8 +149,9 @@ def _stop_server(*_args) -> None:
 
 
 def setup(app: Sphinx) -> dict:
+    _start_early(app)
     # env-before-read-docs: after executed_pages has written the kernelspec at
     # builder-inited, before parallel readers fork, and only when pages are read.
-    app.connect("env-before-read-docs", _start_server)
+    app.connect("env-before-read-docs", _use_server)
     app.connect("build-finished", _stop_server)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
