@@ -37,7 +37,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CORES = os.cpu_count() or 1
-EXECUTING = re.compile(r"Executing notebook")
+EXECUTING = re.compile(r"Executing notebook using")
 EXECUTED_IN = re.compile(r"Executed notebook in ([0-9.]+) seconds")
 # Seconds myst-nb reports per executed page (kernel start to shutdown), per build kind.
 EXECUTION_SECONDS: dict[str, list[float]] = {}
@@ -86,6 +86,8 @@ def build(repo: Path, *, fork: bool = True, render_only: bool = False,
     if result.returncode:
         sys.exit(f"build failed in {repo}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
     log = result.stdout + result.stderr
+    if "Executing notebook failed" in log:
+        sys.exit(f"a page failed to execute in {repo}:\n{log[-3000:]}")
     if record:
         EXECUTION_SECONDS.setdefault("fork" if fork else "plain", []).extend(
             float(s) for s in EXECUTED_IN.findall(log))
@@ -97,14 +99,18 @@ def clean(repo: Path, *folders: str) -> None:
         shutil.rmtree(repo / folder, ignore_errors=True)
 
 
-def edit_code_cell(page: Path, mark: str) -> None:
-    """Add a comment to the page's first code cell: its code changes, its output not."""
-    text = page.read_text()
+def add_to_first_cell(text: str, line: str) -> str:
+    """The page's text with ``line`` added at the top of its first code cell's code."""
     cell = text.index("```{code-cell}")
     body = text.index("\n", cell) + 1
     while text.startswith(":", body):  # past the cell's options
         body = text.index("\n", body) + 1
-    page.write_text(text[:body] + f"# {mark}\n" + text[body:])
+    return text[:body] + line + "\n" + text[body:]
+
+
+def edit_code_cell(page: Path, mark: str) -> None:
+    """Add a comment to the page's first code cell: its code changes, its output not."""
+    page.write_text(add_to_first_cell(page.read_text(), f"# {mark}"))
 
 
 def snippet_to_edit(repo: Path) -> tuple[Path, int]:
@@ -210,7 +216,7 @@ def synthetic_site(repo: Path, copies: int, model: str) -> None:
         name = f"copy-{n:02d}"
         # A unique first cell, or jupyter-cache would serve one execution to all.
         copy = text.replace(f"({label})=", f"({name})=", 1)
-        copy = copy.replace("```{code-cell} ipython3\n", f"```{{code-cell}} ipython3\ncopy = {n}\n", 1)
+        copy = add_to_first_cell(copy, f"copy = {n}")
         (folder / f"{name}.md").write_text(copy)
         names.append(f"{Path(model).parent}/{name}")
     (docs / "index.md").write_text(
