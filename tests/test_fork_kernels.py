@@ -165,6 +165,17 @@ def test_a_kernel_is_forked_from_the_server_with_torch_already_imported(server, 
         assert kernel.value("__import__('os').getppid()") == server.process.pid
         assert kernel.value("'torch' in __import__('sys').modules") is True
         assert kernel.value("__import__('os').getcwd()") == str(tmp_path)
+        # numpy's BLAS threads existed in the server before the fork; torch's
+        # thread pool did not. Both must work (not hang) in the child.
+        result = kernel.run("""
+            import numpy, torch
+            a = numpy.random.default_rng(0).random((400, 400)) + 400 * numpy.eye(400)
+            print(numpy.allclose(numpy.linalg.inv(a) @ a, numpy.eye(400), atol=1e-6))
+            b = torch.from_numpy(a).flip(0).T.contiguous()
+            print(torch.allclose(torch.linalg.inv(b) @ b, torch.eye(400, dtype=torch.float64),
+                                 atol=1e-6))
+        """, timeout=120)
+        assert result == {"stdout": "True\nTrue\n", "error": None}
     finally:
         kernel.shutdown()
 
