@@ -101,10 +101,12 @@ class Server:
 
     def _accept(self, listener) -> None:
         conn, _ = listener.accept()
+        pid = None
         try:
             conn.settimeout(10)
             header, fds, _, _ = socket.recv_fds(conn, 4, 3)
             try:
+                header += _recv_exactly(conn, 4 - len(header))
                 request = json.loads(_recv_exactly(conn, struct.unpack("!I", header)[0]))
                 conn.settimeout(None)
                 sys.stdout.flush()
@@ -115,17 +117,21 @@ class Server:
             finally:
                 for fd in fds:
                     os.close(fd)
+            self.kernels[pid] = conn
             try:
                 os.setpgid(pid, pid)  # so a forwarded signal finds it at once
             except OSError:
                 pass  # the child did it first, or already exited
             conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+            self.selector.register(conn, selectors.EVENT_READ, self._launcher_input)
         except (OSError, ValueError, struct.error):
+            # The launcher hung up or sent nonsense: it falls back to a plain
+            # kernel, or is gone; a kernel forked for it must not linger.
             traceback.print_exc()
-            conn.close()
-            return
-        self.kernels[pid] = conn
-        self.selector.register(conn, selectors.EVENT_READ, self._launcher_input)
+            if pid is not None:
+                self._kill(pid)  # reaped, and forgotten, by _reap
+            else:
+                conn.close()
 
     def _launcher_input(self, conn) -> None:
         try:
