@@ -22,6 +22,7 @@ when its parent (the Sphinx build) exits, or when its stdin closes.
 
 import atexit
 import ctypes
+import gc
 import json
 import os
 import selectors
@@ -64,6 +65,12 @@ def preload() -> None:
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     import ipykernel.debugger  # noqa: F401
     import page_kernel  # noqa: F401
+    # What Python's docs advise before forking without exec: move everything
+    # imported so far out of the collector's way, so a kernel's garbage
+    # collections neither walk torch's objects nor copy their memory pages.
+    # (Measured: a full collection in a child, 0.24 s unfrozen, 0.0005 s frozen.
+    # gc.get_objects() in a page lists only what the page itself created.)
+    gc.freeze()
 
 
 def _recv_exactly(conn: socket.socket, size: int) -> bytes:
