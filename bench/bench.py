@@ -289,12 +289,26 @@ def main() -> None:
             scaling[copies] = median(runs[f"scale {copies}"])
             print(f"  clean: {scaling[copies]:.2f} s", flush=True)
             if str(copies) in args.scaling_plain.split(","):
+                folder = scratch / f"site-{copies}-scripts"
+                folder.mkdir()
+                site_scripts = page_scripts(site, folder)
                 for rep in range(args.reps):
                     clean(site)
                     runs.setdefault(f"scale {copies} plain", []).append(
                         build(site, strict=False, fork=False)[0])
-                scaling_plain[copies] = median(runs[f"scale {copies} plain"])
-                print(f"  clean, plain kernels: {scaling_plain[copies]:.2f} s", flush=True)
+                    runs.setdefault(f"scale {copies} proc", []).append(
+                        floor_proc_total(site, site_scripts))
+                    runs.setdefault(f"scale {copies} warm", []).append(
+                        floor_warm_total(site, site_scripts))
+                    clean(site, "_build_render")
+                    runs.setdefault(f"scale {copies} render", []).append(
+                        build(site, strict=False, render_only=True)[0])
+                plain, proc, warm, render = (median(runs[f"scale {copies} {kind}"])
+                                             for kind in ("plain", "proc", "warm", "render"))
+                scaling_plain[copies] = {
+                    "plain": plain, "render": render,
+                    "floor_proc": proc / CORES + render, "floor_warm": warm / CORES + render}
+                print(f"  clean, plain kernels: {plain:.2f} s", flush=True)
 
         report(runs, len(pages), edited_page.relative_to(repo / "docs"), snippet.name,
                snippet_users, scaling, scaling_plain)
@@ -362,9 +376,18 @@ def report(runs, n_pages, page, snippet, snippet_users, scaling, scaling_plain) 
               "| plain kernels, s |")
         print("| ---: | ---: | ---: | ---: | ---: |")
         for copies in counts:
-            plain = f"{scaling_plain[copies]:.2f}" if copies in scaling_plain else ""
+            plain = f"{scaling_plain[copies]['plain']:.2f}" if copies in scaling_plain else ""
             print(f"| {copies} | {scaling[copies]:.2f} | {scaling[copies] / copies:.2f} | "
                   f"{scaling[copies] / copies * CORES:.2f} | {plain} |")
+        for copies, floors in sorted(scaling_plain.items()):
+            clean_s = scaling[copies]
+            print(f"\nsynthetic site of {copies} pages: floor_proc {floors['floor_proc']:.2f} s, "
+                  f"floor_warm {floors['floor_warm']:.2f} s, render-only {floors['render']:.2f} s\n")
+            print("| ratio | value | target |\n| --- | ---: | --- |")
+            print(f"| clean / floor_proc | {clean_s / floors['floor_proc']:.2f} | <= 1.0 |")
+            print(f"| clean / floor_warm | {clean_s / floors['floor_warm']:.2f} | <= 1.5 |")
+            print(f"| clean, plain kernels / clean | {floors['plain'] / clean_s:.2f} | "
+                  "speed-up of the fork server |")
         print(f"\nmarginal cost: {slope:.2f} s per added page "
               f"({slope * CORES:.2f} s of a core), "
               f"fixed cost: {scaling[counts[0]] - slope * counts[0]:.2f} s")

@@ -108,19 +108,32 @@ def _start_server() -> None:
         atexit.register(_stop_server)
 
 
-def _start_early(app: Sphinx) -> None:
-    """On a clean build, start the server while Sphinx is still loading.
+def _sources_changed(app: Sphinx) -> bool:
+    """A cheap guess at whether this build will read pages: no saved environment,
+    or a page, snippet or conf.py newer than it."""
+    saved = Path(app.doctreedir) / "environment.pickle"
+    if not saved.exists():
+        return True
+    since = saved.stat().st_mtime
+    snippets = app.config._raw_config.get("executed_pages_snippets_dir")
+    candidates = [Path(app.confdir) / "conf.py", *Path(app.srcdir).rglob("*.md")]
+    if snippets:
+        candidates += Path(snippets).glob("*.py")
+    return any(path.stat().st_mtime > since for path in candidates)
 
-    With no saved environment every page will be read and executed, so the
-    server's imports can overlap the import of the other extensions (myst-nb
-    alone takes a second or two). A rebuild waits until it knows it has pages
-    to read: a no-change rebuild never starts the server.
+
+def _start_early(app: Sphinx) -> None:
+    """Start the server while Sphinx is still loading, if pages will be read.
+
+    The server's imports then overlap the import of the other extensions
+    (myst-nb alone takes a second). If the guess says nothing changed, the
+    server waits until Sphinx knows it has pages to read (``_use_server``): a
+    no-change rebuild never starts it.
     """
     config = app.config
     mode = config._overrides.get("nb_execution_mode",
                                  config._raw_config.get("nb_execution_mode", "auto"))
-    clean_build = not (Path(app.doctreedir) / "environment.pickle").exists()
-    if clean_build and mode != "off" and unavailable_reason() is None:
+    if mode != "off" and unavailable_reason() is None and _sources_changed(app):
         _start_server()
 
 
