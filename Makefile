@@ -15,7 +15,7 @@ INSTALLED       := $(VENV)/.installed
 NODE_MODULES    := node_modules/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help html test doctest pytest livehtml linkcheck audit clean
+.PHONY: help html test doctest pytest livehtml linkcheck audit bench clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -43,6 +43,9 @@ linkcheck: $(INSTALLED) ## Check internal links (external ones too with ONLINE=1
 
 audit: html ## Lighthouse scores for the landing page and the heaviest page (not part of test)
 	$(PYTHON) tools/lighthouse_audit.py $(BUILDDIR)/html
+
+bench: $(INSTALLED) $(NODE_MODULES) ## Time the build against its floor, on a scratch copy (see README)
+	$(PYTHON) bench/bench.py $(BENCHOPTS)
 
 clean: ## Remove the built site and the execution cache (keeps .venv, node_modules)
 	rm -rf $(BUILDDIR)

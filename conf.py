@@ -36,6 +36,8 @@ copyright = "2026, the Autograd, explained authors"
 # -- General configuration ---------------------------------------------------------
 
 extensions = [
+    # First, so that on a clean build the kernel server's imports overlap the rest.
+    "fork_kernels",  # docs/_ext: pages run in kernels forked from a warm server
     "myst_nb",
     "sphinx.ext.doctest",
     "sphinx_copybutton",

@@ -1,0 +1,170 @@
+"""Run every page in a kernel forked from a warm server, not started from cold.
+
+A plain page kernel pays about a second to start ipykernel and nearly two to
+import torch, on every page. When the build is about to read pages, this
+extension starts ``fork_server.py`` (which imports torch, numpy, matplotlib and
+ipykernel once, and runs nothing else), and points the ``python3`` kernelspec
+written by ``executed_pages`` at ``fork_launcher.py``, a standard-library-only
+command that asks the server to fork a fresh kernel for the page and stands in
+for it (signals in, exit status out). Every page still runs in its own process.
+
+The server is stopped when the build finishes, and at interpreter exit if the
+build fails or is interrupted; it also exits on its own when the build process
+dies. Parallel readers (``-j``) are forked after it starts and share it.
+
+Set ``AUTOGRAD_DOCS_FORK_SERVER=0`` to run plain kernels. Where fork is not
+available (not Linux), the build says so once and runs plain kernels.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from sphinx.application import Sphinx
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+HERE = Path(__file__).parent
+ENV_SWITCH = "AUTOGRAD_DOCS_FORK_SERVER"
+
+
+def unavailable_reason() -> str | None:
+    """Why the fork server cannot be used here, or None if it can."""
+    if os.environ.get(ENV_SWITCH, "1") == "0":
+        return f"{ENV_SWITCH}=0"
+    if not sys.platform.startswith("linux"):
+        return f"forking a warm kernel is only done on Linux, not {sys.platform}"
+    if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
+        return "this Python cannot fork or pass file descriptors"
+    return None
+
+
+class ForkServer:
+    """The server process, owned by the process that started it."""
+
+    def __init__(self) -> None:
+        self.folder = tempfile.mkdtemp(prefix="autograd-docs-kernels-")
+        self.socket_path = os.path.join(self.folder, "server.sock")
+        self.owner = os.getpid()
+        # Listen here, before the server has even started Python: a launcher
+        # that connects while the server still imports torch waits in the
+        # backlog instead of finding no socket.
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(self.socket_path)
+        listener.listen(64)
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, str(HERE / "fork_server.py"), self.socket_path,
+                 str(listener.fileno()), str(os.getpid())],
+                pass_fds=[listener.fileno()],
+                stdin=subprocess.PIPE,  # closes when this process dies: the server exits
+                stdout=subprocess.DEVNULL,
+                start_new_session=True,  # Ctrl-C reaches the build, which stops us
+            )
+        finally:
+            listener.close()
+
+    def stop(self) -> None:
+        if os.getpid() != self.owner:
+            return  # a forked reader: the server is not ours to stop
+        if self.process.poll() is None:
+            self.process.terminate()  # it kills and reaps its kernels
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process.stdin.close()
+        shutil.rmtree(self.folder, ignore_errors=True)  # the server removes it first
+
+
+_server: ForkServer | None = None
+
+
+def kernelspec_file(app: Sphinx) -> Path:
+    """Where ``executed_pages`` writes the ``python3`` kernelspec."""
+    return Path(app.doctreedir) / "jupyter" / "kernels" / "python3" / "kernel.json"
+
+
+def launcher_argv(socket_path: str) -> list[str]:
+    # -I -S: no site-packages, no user paths: the launcher needs only the stdlib.
+    return [sys.executable, "-I", "-S", str(HERE / "fork_launcher.py"), socket_path,
+            "-f", "{connection_file}"]
+
+
+def _start_server() -> None:
+    global _server
+    if _server is None:
+        _server = ForkServer()
+        atexit.register(_stop_server)
+
+
+def _sources_changed(app: Sphinx) -> bool:
+    """A cheap guess at whether this build will read pages: no saved environment,
+    or a page, snippet or conf.py newer than it."""
+    saved = Path(app.doctreedir) / "environment.pickle"
+    if not saved.exists():
+        return True
+    since = saved.stat().st_mtime
+    snippets = app.config._raw_config.get("executed_pages_snippets_dir")
+    candidates = [Path(app.confdir) / "conf.py", *Path(app.srcdir).rglob("*.md")]
+    if snippets:
+        candidates += Path(snippets).glob("*.py")
+    return any(path.stat().st_mtime > since for path in candidates)
+
+
+def _start_early(app: Sphinx) -> None:
+    """Start the server while Sphinx is still loading, if pages will be read.
+
+    The server's imports then overlap the import of the other extensions
+    (myst-nb alone takes a second). If the guess says nothing changed, the
+    server waits until Sphinx knows it has pages to read (``_use_server``): a
+    no-change rebuild never starts it.
+    """
+    config = app.config
+    mode = config._overrides.get("nb_execution_mode",
+                                 config._raw_config.get("nb_execution_mode", "auto"))
+    if mode != "off" and unavailable_reason() is None and _sources_changed(app):
+        _start_server()
+
+
+def _use_server(app: Sphinx, env, docnames: list[str]) -> None:
+    """Before pages are read: start the server if needed, point the kernelspec at it."""
+    if not docnames or app.config.nb_execution_mode == "off":
+        return
+    reason = unavailable_reason()
+    if reason:
+        logger.info(f"fork server off ({reason}): each page starts its own kernel "
+                    "and imports torch itself")
+        return
+    _start_server()
+    spec_file = kernelspec_file(app)
+    spec = json.loads(spec_file.read_text(encoding="utf8"))
+    spec["argv"] = launcher_argv(_server.socket_path)
+    spec_file.write_text(json.dumps(spec, indent=1), encoding="utf8")
+
+
+def _stop_server(*_args) -> None:
+    global _server
+    if _server is not None:
+        _server.stop()
+        if os.getpid() == _server.owner:
+            _server = None
+
+
+def setup(app: Sphinx) -> dict:
+    _start_early(app)
+    # env-before-read-docs: after executed_pages has written the kernelspec at
+    # builder-inited, before parallel readers fork, and only when pages are read.
+    app.connect("env-before-read-docs", _use_server)
+    app.connect("build-finished", _stop_server)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,354 @@
+"""The fork server's kernels: isolated from each other, and under the manager's control.
+
+Each page's kernel is forked from one warm server (docs/_ext/fork_server.py). These
+tests drive kernels the way the build does, through jupyter_client, and check that
+nothing a page does reaches the next page, that interrupts and shutdowns reach the
+kernel, and that nothing outlives the server. They assert behaviour, never times.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("jupyter_client")
+from jupyter_client.manager import KernelManager  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+import fork_kernels  # noqa: E402
+
+pytestmark = pytest.mark.skipif(
+    fork_kernels.unavailable_reason() is not None,
+    reason=f"fork server unavailable: {fork_kernels.unavailable_reason()}",
+)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    server = fork_kernels.ForkServer()
+    kernels = tmp_path_factory.mktemp("jupyter")
+    spec_dir = kernels / "kernels" / "python3"
+    spec_dir.mkdir(parents=True)
+    spec = {"argv": fork_kernels.launcher_argv(server.socket_path),
+            "display_name": "Python 3", "language": "python"}
+    (spec_dir / "kernel.json").write_text(json.dumps(spec))
+    saved = os.environ.get("JUPYTER_PATH")
+    os.environ["JUPYTER_PATH"] = str(kernels)
+    yield server
+    server.stop()
+    if saved is None:
+        del os.environ["JUPYTER_PATH"]
+    else:
+        os.environ["JUPYTER_PATH"] = saved
+
+
+class Kernel:
+    """One page's kernel, as the build starts it."""
+
+    def __init__(self, cwd: Path):
+        self.manager = KernelManager(kernel_name="python3")
+        self.manager.start_kernel(cwd=str(cwd))
+        self.client = self.manager.client()
+        self.client.start_channels()
+        self.client.wait_for_ready(timeout=120)
+
+    def run(self, code: str, timeout: float = 60) -> dict:
+        """Execute code; return {'stdout': ..., 'error': ename or None}."""
+        out, error = [], None
+
+        def hook(msg):
+            nonlocal error
+            if msg["msg_type"] == "stream":
+                out.append(msg["content"]["text"])
+            elif msg["msg_type"] == "error":
+                error = msg["content"]["ename"]
+
+        self.client.execute_interactive(textwrap.dedent(code), output_hook=hook,
+                                        timeout=timeout)
+        return {"stdout": "".join(out), "error": error}
+
+    def value(self, expression: str):
+        result = self.run(f"import json as _j; print(_j.dumps({expression}))")
+        assert result["error"] is None, result
+        return json.loads(result["stdout"])
+
+    def shutdown(self) -> None:
+        self.client.stop_channels()
+        self.manager.shutdown_kernel()
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead for our purposes.
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split(") ")[-1].startswith("Z"))
+
+
+def wait_until_dead(pid: int, timeout: float = 20) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+PRISTINE = """
+    import torch, numpy
+    print(json.dumps({
+        "leak": "leak" in globals(),
+        "initial_seed": torch.initial_seed(),
+        "seeded": (torch.manual_seed(0), torch.rand(3).tolist())[1],
+        "precision": torch._tensor_str.PRINT_OPTS.precision,
+        "grad": torch.is_grad_enabled(),
+        "dtype": str(torch.get_default_dtype()),
+        "numpy_precision": numpy.get_printoptions()["precision"],
+        "threads": torch.get_num_threads(),
+    }))
+"""
+
+MESS_UP = """
+    import torch, numpy
+    leak = "page A was here"
+    torch.manual_seed(1234); torch.rand(5)
+    torch.set_printoptions(precision=1)
+    torch.set_grad_enabled(False)
+    torch.set_default_dtype(torch.float64)
+    numpy.set_printoptions(precision=2)
+    torch.set_num_threads(1)
+"""
+
+
+def fresh_interpreter_defaults() -> dict:
+    """The oracle: what a brand-new Python process sees, no server involved."""
+    code = "import json\n" + textwrap.dedent(PRISTINE)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    return json.loads(out)
+
+
+def test_a_page_sees_none_of_what_the_page_before_it_did(server, tmp_path):
+    page_a = Kernel(tmp_path)
+    pid_a = page_a.value("__import__('os').getpid()")
+    assert page_a.run(MESS_UP)["error"] is None
+    assert page_a.value("__import__('torch').is_grad_enabled()") is False  # it took
+    page_a.shutdown()
+
+    page_b = Kernel(tmp_path)
+    pid_b = page_b.value("__import__('os').getpid()")
+    seen = json.loads(page_b.run("import json\n" + textwrap.dedent(PRISTINE))["stdout"])
+    page_b.shutdown()
+
+    assert pid_a != pid_b, "every page runs in its own process"
+    fresh = fresh_interpreter_defaults()
+    # torch seeds itself from the OS at import: a fresh process, and so each
+    # page, starts from its own seed, not the server's nor page A's.
+    assert seen.pop("initial_seed") not in (fresh.pop("initial_seed"), 1234)
+    assert seen == fresh
+    assert seen["leak"] is False and seen["grad"] is True
+    assert seen["dtype"] == "torch.float32" and seen["precision"] == 4
+
+
+def test_a_kernel_is_forked_from_the_server_with_torch_already_imported(server, tmp_path):
+    kernel = Kernel(tmp_path)
+    try:
+        assert kernel.value("__import__('os').getppid()") == server.process.pid
+        assert kernel.value("'torch' in __import__('sys').modules") is True
+        assert kernel.value("__import__('os').getcwd()") == str(tmp_path)
+        # numpy's BLAS threads existed in the server before the fork; torch's
+        # thread pool did not. Both must work (not hang) in the child.
+        result = kernel.run("""
+            import numpy, torch
+            a = numpy.random.default_rng(0).random((400, 400)) + 400 * numpy.eye(400)
+            print(numpy.allclose(numpy.linalg.inv(a) @ a, numpy.eye(400), atol=1e-6))
+            b = torch.from_numpy(a).flip(0).T.contiguous()
+            print(torch.allclose(torch.linalg.inv(b) @ b, torch.eye(400, dtype=torch.float64),
+                                 atol=1e-6))
+        """, timeout=120)
+        assert result == {"stdout": "True\nTrue\n", "error": None}
+    finally:
+        kernel.shutdown()
+
+
+def test_a_figure_is_shown_inline_as_in_a_plain_kernel(server, tmp_path):
+    """matplotlib was imported before the kernel existed; figures must still show."""
+    kernel = Kernel(tmp_path)
+    shown = []
+    try:
+        kernel.client.execute_interactive(
+            "import matplotlib.pyplot as plt\nplt.plot([0, 1], [1, 0])\n"
+            "import matplotlib; print(matplotlib.get_backend())",
+            output_hook=lambda msg: shown.append(msg), timeout=60)
+    finally:
+        kernel.shutdown()
+    images = [m for m in shown if m["msg_type"] == "display_data"
+              and "image/png" in m["content"]["data"]]
+    assert len(images) == 1, [m["msg_type"] for m in shown]
+    backend = "".join(m["content"].get("text", "") for m in shown
+                      if m["msg_type"] == "stream")
+    assert "matplotlib_inline" in backend or "inline" in backend
+
+
+def test_an_interrupt_reaches_the_kernel(server, tmp_path):
+    kernel = Kernel(tmp_path)
+    try:
+        kernel.client.execute("import time; time.sleep(120)")
+        time.sleep(1)
+        kernel.manager.interrupt_kernel()
+        reply = kernel.client.get_shell_msg(timeout=30)
+        assert reply["content"]["status"] == "error"
+        assert reply["content"]["ename"] == "KeyboardInterrupt"
+        assert kernel.value("1 + 1") == 2, "the kernel survives an interrupt"
+    finally:
+        kernel.shutdown()
+
+
+def test_a_kernel_dies_with_its_killed_launcher(server, tmp_path):
+    kernel = Kernel(tmp_path)
+    pid = kernel.value("__import__('os').getpid()")
+    launcher = kernel.manager.provisioner.process
+    kernel.client.stop_channels()
+    kernel.manager.shutdown_kernel(now=True)  # SIGKILL to the launcher's group
+    assert launcher.returncode == -signal.SIGKILL
+    assert wait_until_dead(pid), "the server kills a kernel whose launcher died"
+
+
+def test_shutdown_reports_the_kernels_exit_through_the_launcher(server, tmp_path):
+    kernel = Kernel(tmp_path)
+    pid = kernel.value("__import__('os').getpid()")
+    kernel.shutdown()  # a shutdown_request, as nbclient sends
+    assert not kernel.manager.is_alive()
+    assert wait_until_dead(pid)
+
+
+def test_nothing_outlives_the_server(tmp_path):
+    server = fork_kernels.ForkServer()
+    spec_dir = tmp_path / "kernels" / "python3"
+    spec_dir.mkdir(parents=True)
+    (spec_dir / "kernel.json").write_text(json.dumps(
+        {"argv": fork_kernels.launcher_argv(server.socket_path),
+         "display_name": "Python 3", "language": "python"}))
+    saved = os.environ.get("JUPYTER_PATH")
+    os.environ["JUPYTER_PATH"] = str(tmp_path)
+    try:
+        kernel = Kernel(tmp_path)
+        pid = kernel.value("__import__('os').getpid()")
+        server.stop()
+        assert wait_until_dead(server.process.pid)
+        assert wait_until_dead(pid), "stopping the server kills its kernels"
+        assert not Path(server.socket_path).exists()
+        kernel.client.stop_channels()
+        kernel.manager.cleanup_resources()
+    finally:
+        if saved is None:
+            del os.environ["JUPYTER_PATH"]
+        else:
+            os.environ["JUPYTER_PATH"] = saved
+
+
+@pytest.mark.parametrize("delay", ["0", "8"])  # while importing torch, and after
+def test_the_server_exits_when_the_build_dies(tmp_path, delay):
+    """A build killed outright (no atexit, no build-finished) takes the server along."""
+    script = textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(ROOT / "docs" / "_ext")!r})
+        import fork_kernels
+        server = fork_kernels.ForkServer()
+        print(server.process.pid, server.socket_path, flush=True)
+        time.sleep(600)
+    """)
+    build = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                             text=True)
+    server_pid, socket_path = build.stdout.readline().split()
+    time.sleep(float(delay))
+    build.kill()
+    build.wait()
+    assert wait_until_dead(int(server_pid), timeout=60)
+    assert not Path(socket_path).parent.exists(), "the server tidied the build's folder"
+
+
+def test_the_env_switch_turns_the_fast_path_off(monkeypatch):
+    monkeypatch.setenv(fork_kernels.ENV_SWITCH, "0")
+    assert fork_kernels.unavailable_reason() == f"{fork_kernels.ENV_SWITCH}=0"
+
+
+SITE_CONF = f"""
+import sys
+sys.path.insert(0, {str(ROOT / "docs" / "_ext")!r})
+extensions = ["myst_nb", "executed_pages", "fork_kernels"]
+executed_pages_snippets_dir = {str(ROOT / "snippets")!r}
+nb_execution_mode = "cache"
+# inside the test's folder: a relative path would land in the caller's folder
+nb_execution_cache_path = __import__("os").path.join(
+    __import__("os").path.dirname(__file__), "_cache")
+nb_execution_raise_on_error = True
+"""
+
+SITE_PAGE = """---
+file_format: mystnb
+kernelspec:
+  name: python3
+  display_name: Python 3
+  language: python
+---
+
+# Page {n}
+
+```{{code-cell}} ipython3
+import os, sys, torch
+torch.manual_seed(0)
+print("pid", os.getpid(), "ppid", os.getppid(), "draw", torch.rand(2).tolist())
+print("argv", sys.argv[0])
+```
+"""
+
+
+def build_site(tmp_path: Path, **env) -> tuple[str, list[str]]:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text(SITE_CONF)
+    (src / "index.md").write_text("# Site\n\n```{toctree}\na\nb\n```\n")
+    for n in "ab":
+        (src / f"{n}.md").write_text(SITE_PAGE.format(n=n))
+    result = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-j", "2", "-W", "-b", "html",
+         "-d", str(tmp_path / "doctrees"), str(src), str(tmp_path / "html")],
+        capture_output=True, text=True, env={**os.environ, **env}, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    pages = [(tmp_path / "html" / f"{n}.html").read_text() for n in "ab"]
+    return result.stdout + result.stderr, pages
+
+
+def test_a_parallel_build_shares_one_server_and_leaves_nothing_behind(tmp_path):
+    log, pages = build_site(tmp_path)
+    parents = {page.split("ppid ")[1].split()[0] for page in pages}
+    assert len(parents) == 1, "both pages were forked by the same server"
+    assert all("fork server off" not in line for line in log.splitlines())
+    # The seeded draw is what a fresh interpreter draws after manual_seed(0).
+    oracle = subprocess.run(
+        [sys.executable, "-c", "import torch; torch.manual_seed(0); "
+         "print(torch.rand(2).tolist())"], capture_output=True, text=True).stdout.strip()
+    assert all(f"draw {oracle}" in page for page in pages)
+    spec = json.loads((tmp_path / "doctrees" / "jupyter" / "kernels" / "python3"
+                       / "kernel.json").read_text())
+    socket_path = Path(spec["argv"][spec["argv"].index("-f") - 1])
+    assert not socket_path.parent.exists(), "the build removed its server's socket folder"
+    server_pid = int(next(iter(parents)))
+    assert wait_until_dead(server_pid), "the server is gone when the build ends"
+
+
+def test_the_fallback_says_so_once_and_runs_plain_kernels(tmp_path):
+    log, pages = build_site(tmp_path, **{fork_kernels.ENV_SWITCH: "0"})
+    assert log.count("fork server off") == 1, log
+    assert all("page_kernel.py" in page for page in pages)
