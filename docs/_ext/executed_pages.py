@@ -63,8 +63,6 @@ REPLACED_WARNINGS = ["mystnb.exec", "toc.not_included"]
 # seed (sets print in one order), and for figures saved as SVG or PDF the
 # commit's time instead of now and a fixed salt for SVG element ids. PNG, the
 # inline default, carries neither.
-KERNEL_ENV = {"PYTHONHASHSEED": "0"}
-MATPLOTLIBRC = "svg.hashsalt: autograd-explained\n"
 
 
 @cache
@@ -384,6 +382,20 @@ def source_date_epoch(repository: Path) -> str:
         return "0"  # not a git checkout: any fixed time keeps builds identical
 
 
+def kernel_environment(repository: Path) -> dict[str, str]:
+    """What every page kernel runs with, so that its outputs are the same bytes on
+    every build: a fixed str hash seed (sets print in one order), and for figures
+    saved as SVG or PDF the commit's time instead of now and a fixed salt for SVG
+    element ids (PNG, the inline default, carries neither). Both are read when
+    Python and matplotlib start, so the fork server starts with them too.
+    """
+    return {
+        "PYTHONHASHSEED": "0",
+        "MATPLOTLIBRC": str(Path(__file__).with_name("matplotlibrc")),
+        "SOURCE_DATE_EPOCH": source_date_epoch(repository),
+    }
+
+
 def _install_page_kernel(app: Sphinx) -> None:
     """Write a ``python3`` kernelspec that runs ``page_kernel`` with this Python.
 
@@ -393,15 +405,12 @@ def _install_page_kernel(app: Sphinx) -> None:
     kernels = Path(app.doctreedir) / "jupyter"
     spec_dir = kernels / "kernels" / "python3"
     spec_dir.mkdir(parents=True, exist_ok=True)
-    matplotlibrc = spec_dir / "matplotlibrc"
-    matplotlibrc.write_text(MATPLOTLIBRC, encoding="utf8")
     spec = {
         "argv": [sys.executable, str(Path(__file__).with_name("page_kernel.py")),
                  "-f", "{connection_file}"],
         "display_name": "Python 3 (ipykernel)",
         "language": "python",
-        "env": {**KERNEL_ENV, "MATPLOTLIBRC": str(matplotlibrc),
-                "SOURCE_DATE_EPOCH": source_date_epoch(Path(app.confdir))},
+        "env": kernel_environment(Path(app.confdir)),
     }
     (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1), encoding="utf8")
     os.environ["JUPYTER_PATH"] = os.pathsep.join(

@@ -51,7 +51,7 @@ def unavailable_reason() -> str | None:
 class ForkServer:
     """The server process, owned by the process that started it."""
 
-    def __init__(self) -> None:
+    def __init__(self, environment: dict[str, str]) -> None:
         self.folder = tempfile.mkdtemp(prefix="autograd-docs-kernels-")
         self.socket_path = os.path.join(self.folder, "server.sock")
         self.owner = os.getpid()
@@ -69,6 +69,7 @@ class ForkServer:
                 stdin=subprocess.PIPE,  # closes when this process dies: the server exits
                 stdout=subprocess.DEVNULL,
                 start_new_session=True,  # Ctrl-C reaches the build, which stops us
+                env={**os.environ, **environment},
             )
         finally:
             listener.close()
@@ -101,10 +102,12 @@ def launcher_argv(socket_path: str) -> list[str]:
             "-f", "{connection_file}"]
 
 
-def _start_server() -> None:
+def _start_server(app: Sphinx) -> None:
     global _server
     if _server is None:
-        _server = ForkServer()
+        from executed_pages import kernel_environment
+
+        _server = ForkServer(kernel_environment(Path(app.confdir)))
         atexit.register(_stop_server)
 
 
@@ -134,7 +137,7 @@ def _start_early(app: Sphinx) -> None:
     mode = config._overrides.get("nb_execution_mode",
                                  config._raw_config.get("nb_execution_mode", "auto"))
     if mode != "off" and unavailable_reason() is None and _sources_changed(app):
-        _start_server()
+        _start_server(app)
 
 
 def _use_server(app: Sphinx, env, docnames: list[str]) -> None:
@@ -146,7 +149,7 @@ def _use_server(app: Sphinx, env, docnames: list[str]) -> None:
         logger.info(f"fork server off ({reason}): each page starts its own kernel "
                     "and imports torch itself")
         return
-    _start_server()
+    _start_server(app)
     spec_file = kernelspec_file(app)
     spec = json.loads(spec_file.read_text(encoding="utf8"))
     spec["argv"] = launcher_argv(_server.socket_path)
