@@ -51,7 +51,7 @@ def unavailable_reason() -> str | None:
 class ForkServer:
     """The server process, owned by the process that started it."""
 
-    def __init__(self, environment: dict[str, str]) -> None:
+    def __init__(self, environment: dict[str, str] | None = None) -> None:
         self.folder = tempfile.mkdtemp(prefix="autograd-docs-kernels-")
         self.socket_path = os.path.join(self.folder, "server.sock")
         self.owner = os.getpid()
@@ -69,7 +69,7 @@ class ForkServer:
                 stdin=subprocess.PIPE,  # closes when this process dies: the server exits
                 stdout=subprocess.DEVNULL,
                 start_new_session=True,  # Ctrl-C reaches the build, which stops us
-                env={**os.environ, **environment},
+                env={**os.environ, **(environment or {})},
             )
         finally:
             listener.close()
