@@ -139,7 +139,14 @@ class _FingerprintedClient:
         self._notebook = notebook  # the one myst-nb writes to _build/jupyter_execute
 
     def __enter__(self):
-        client = self._client.__enter__()
+        try:
+            client = self._client.__enter__()
+        except ValueError as error:
+            if "hashkey already exists" not in str(error):
+                raise
+            # Another parallel reader executed an identical page and cached it
+            # first (jupyter-cache refuses the second record): take that one.
+            client = self._client.__enter__()
         if client.notebook is not self._notebook:
             # A cache hit hands back a merged copy, and myst-nb would write the
             # notebook it read, without outputs; write what the page shows.
