@@ -140,19 +140,29 @@ def page_scripts(repo: Path, out: Path) -> list[tuple[Path, Path]]:
     scripts = []
     for page in executed_pages(repo):
         notebook = read_myst_markdown_notebook(page.read_text(), path=page)
-        cells = [(cell.source, "raises-exception" in cell.metadata.get("tags", []))
+        # IPython line magics (%xmode: how a traceback prints) are not Python and
+        # change nothing a plain script computes: drop them.
+        cells = [("\n".join(line for line in cell.source.splitlines()
+                            if not line.lstrip().startswith("%")),
+                  "raises-exception" in cell.metadata.get("tags", []))
                  for cell in notebook.cells if cell.cell_type == "code"]
         script = out / (str(page.relative_to(repo / "docs")).replace("/", "__") + ".py")
+        # As IPython runs a cell: source findable by linecache under a name of its
+        # own (pages inspect tracebacks), and an expected error left in
+        # sys.last_value (pages check the message a raising cell left).
         script.write_text(
-            "import traceback\n"
+            "import linecache, sys\n"
             f"_cells = {cells!r}\n"
             f"_g = {{'__name__': '__main__'}}\n"
-            "for _source, _raises in _cells:\n"
+            "for _index, (_source, _raises) in enumerate(_cells):\n"
+            "    _name = f'<cell {_index}>'\n"
+            "    linecache.cache[_name] = (len(_source), None, _source.splitlines(True), _name)\n"
             "    try:\n"
-            f"        exec(compile(_source, {str(page)!r}, 'exec'), _g)\n"
+            "        exec(compile(_source, _name, 'exec'), _g)\n"
             "    except Exception:\n"
             "        if not _raises:\n"
             "            raise\n"
+            "        sys.last_type, sys.last_value, sys.last_traceback = sys.exc_info()\n"
         )
         scripts.append((script, page.parent))
     return scripts
