@@ -5,7 +5,8 @@ build time.
 myst-nb writes each page's notebook to ``<builddir>/jupyter_execute``, but when the
 outputs come from its cache it writes the notebook it read, without them. This
 extension puts the outputs back before that write, copies those notebooks into the site beside their pages
-(``tutorial/page.html`` gets ``tutorial/page.ipynb``) and gives the page template a
+(``tutorial/page.html`` gets ``tutorial/page.ipynb``), made to run anywhere by
+``reader_notebook``, and gives the page template a
 ``notebook_download`` link, shown next to furo's "view source" button
 (docs/_templates/components/view-this-page.html).
 
@@ -19,12 +20,14 @@ the site is served at a domain's root).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from xml.sax.saxutils import escape
 
 import myst_nb.sphinx_
+import nbformat
 from sphinx.application import Sphinx
+
+from reader_notebook import reader_notebook
 
 OUTPUT_FOLDER = "jupyter_execute"  # myst_nb.sphinx_ext.OUTPUT_FOLDER
 
@@ -41,12 +44,14 @@ def _add_link(app: Sphinx, pagename: str, templatename: str, context: dict, doct
 def _copy_notebooks(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
+    snippets_dir = Path(app.config.executed_pages_snippets_dir)
     for docname in sorted(app.env.found_docs):
         notebook = _executed_notebook(app, docname)
         if notebook.is_file():
             target = Path(app.outdir) / f"{docname}.ipynb"
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(notebook, target)
+            executed = nbformat.read(notebook, as_version=4)
+            nbformat.write(reader_notebook(executed, snippets_dir), target)
 
 
 class _OutputsBack:
