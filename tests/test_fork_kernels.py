@@ -20,9 +20,9 @@ import pytest
 pytest.importorskip("jupyter_client")
 from jupyter_client.manager import KernelManager  # noqa: E402
 
+from autograd_docs import kernels as fork_kernels  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-import fork_kernels  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     fork_kernels.unavailable_reason() is not None,
@@ -260,9 +260,8 @@ def test_nothing_outlives_the_server(tmp_path):
 def test_the_server_exits_when_the_build_dies(tmp_path, delay):
     """A build killed outright (no atexit, no build-finished) takes the server along."""
     script = textwrap.dedent(f"""
-        import sys, time
-        sys.path.insert(0, {str(ROOT / "docs" / "_ext")!r})
-        import fork_kernels
+        import time
+        from autograd_docs import kernels as fork_kernels
         server = fork_kernels.ForkServer()
         print(server.process.pid, server.socket_path, flush=True)
         time.sleep(600)
@@ -283,9 +282,7 @@ def test_the_env_switch_turns_the_fast_path_off(monkeypatch):
 
 
 SITE_CONF = f"""
-import sys
-sys.path.insert(0, {str(ROOT / "docs" / "_ext")!r})
-extensions = ["myst_nb", "executed_pages", "fork_kernels"]
+extensions = ["myst_nb", "autograd_docs.execution", "autograd_docs.kernels"]
 executed_pages_snippets_dir = {str(ROOT / "snippets")!r}
 nb_execution_mode = "cache"
 # inside the test's folder: a relative path would land in the caller's folder

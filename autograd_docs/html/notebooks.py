@@ -27,7 +27,7 @@ import myst_nb.sphinx_
 import nbformat
 from sphinx.application import Sphinx
 
-from reader_notebook import reader_notebook
+from autograd_docs.html.reader_notebook import reader_notebook
 
 OUTPUT_FOLDER = "jupyter_execute"  # myst_nb.sphinx_ext.OUTPUT_FOLDER
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import nbformat
 
-from executed_pages import snippets_imported
+from autograd_docs.execution import snippets_imported
 
 HIDDEN_CHECK = "remove-cell"
 
