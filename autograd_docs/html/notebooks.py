@@ -2,9 +2,9 @@
 
 **Notebooks.** Every executed page can be downloaded as the notebook that ran at
 build time.
-myst-nb writes each page's notebook to ``<builddir>/jupyter_execute``, but when the
-outputs come from its cache it writes the notebook it read, without them. This
-extension puts the outputs back before that write, copies those notebooks into the site beside their pages
+myst-nb writes each page's notebook to ``<builddir>/jupyter_execute`` (with its
+outputs, also on a cache hit: ``autograd_docs.execution`` sees to that). This
+extension copies those notebooks into the site beside their pages
 (``tutorial/page.html`` gets ``tutorial/page.ipynb``) and gives the page template a
 ``notebook_download`` link, shown next to furo's "view source" button
 (docs/_templates/components/view-this-page.html).
@@ -23,7 +23,6 @@ import shutil
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-import myst_nb.sphinx_
 from sphinx.application import Sphinx
 
 OUTPUT_FOLDER = "jupyter_execute"  # myst_nb.sphinx_ext.OUTPUT_FOLDER
@@ -47,39 +46,6 @@ def _copy_notebooks(app: Sphinx, exception: Exception | None) -> None:
             target = Path(app.outdir) / f"{docname}.ipynb"
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(notebook, target)
-
-
-class _OutputsBack:
-    """Wrap myst-nb's execution client; on exit, copy outputs into the notebook read."""
-
-    def __init__(self, client, notebook):
-        self._client, self._notebook, self._entered = client, notebook, None
-
-    def __enter__(self):
-        self._entered = self._client.__enter__()
-        return self._entered
-
-    def __exit__(self, *exc_info):
-        result = self._client.__exit__(*exc_info)
-        executed = getattr(self._entered, "notebook", None)
-        if executed is not None and executed is not self._notebook and (
-            len(executed.cells) == len(self._notebook.cells)
-        ):
-            for read, ran in zip(self._notebook.cells, executed.cells):
-                if read.cell_type == "code" and ran.cell_type == "code":
-                    read.outputs = ran.outputs
-                    read.execution_count = ran.execution_count
-            for key in ("kernelspec", "language_info"):
-                if key in executed.metadata:
-                    self._notebook.metadata[key] = executed.metadata[key]
-        return result
-
-
-def _keeping_outputs(original):
-    def create_client(notebook, *args, **kwargs):
-        return _OutputsBack(original(notebook, *args, **kwargs), notebook)
-
-    return create_client
 
 
 # Pages that are not content: no search engine should index them.
@@ -108,7 +74,6 @@ def _write_robots_txt(app: Sphinx, exception: Exception | None) -> None:
 
 
 def setup(app: Sphinx) -> dict:
-    myst_nb.sphinx_.create_client = _keeping_outputs(myst_nb.sphinx_.create_client)
     app.connect("html-page-context", _add_link)
     app.connect("build-finished", _copy_notebooks)
     app.connect("build-finished", _write_sitemap)
