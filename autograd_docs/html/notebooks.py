@@ -1,31 +1,21 @@
-"""What the built site offers readers beyond its pages: notebooks, sitemap, robots.txt.
+"""Every executed page can be downloaded as the notebook that ran at build time.
 
-**Notebooks.** Every executed page can be downloaded as the notebook that ran at
-build time.
 myst-nb writes each page's notebook to ``<builddir>/jupyter_execute`` (with its
 outputs, also on a cache hit: ``autograd_docs.execution`` sees to that). This
 extension copies those notebooks into the site beside their pages
 (``tutorial/page.html`` gets ``tutorial/page.ipynb``) and gives the page template a
 ``notebook_download`` link, shown next to furo's "view source" button
 (docs/_templates/components/view-this-page.html).
-
-**sitemap.xml** lists every page at ``html_baseurl``. It is written from the
-whole project on every build (sphinx-sitemap lists only the pages the last build
-wrote, so an incremental build would leave it short).
-
-**robots.txt** points crawlers to the sitemap at ``html_baseurl`` (it counts where
-the site is served at a domain's root).
 """
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from xml.sax.saxutils import escape
 
 from sphinx.application import Sphinx
 
-OUTPUT_FOLDER = "jupyter_execute"  # myst_nb.sphinx_ext.OUTPUT_FOLDER
+from autograd_docs._compat import OUTPUT_FOLDER
 
 
 def _executed_notebook(app: Sphinx, docname: str) -> Path:
@@ -48,34 +38,7 @@ def _copy_notebooks(app: Sphinx, exception: Exception | None) -> None:
             shutil.copyfile(notebook, target)
 
 
-# Pages that are not content: no search engine should index them.
-NOT_IN_SITEMAP = {"genindex", "search", "404"}
-
-
-def _write_sitemap(app: Sphinx, exception: Exception | None) -> None:
-    if exception is not None or app.builder.format != "html" or not app.config.html_baseurl:
-        return
-    base = app.config.html_baseurl.rstrip("/") + "/"
-    urls = [f"  <url><loc>{escape(base + app.builder.get_target_uri(docname))}</loc></url>"
-            for docname in sorted(app.env.found_docs) if docname not in NOT_IN_SITEMAP]
-    (Path(app.outdir) / "sitemap.xml").write_text(
-        '<?xml version="1.0" encoding="utf-8"?>\n'
-        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
-        + "\n".join(urls) + "\n</urlset>\n", encoding="utf8")
-
-
-def _write_robots_txt(app: Sphinx, exception: Exception | None) -> None:
-    if exception is not None or app.builder.format != "html":
-        return
-    lines = ["User-agent: *", "Allow: /"]
-    if app.config.html_baseurl:
-        lines.append(f"Sitemap: {app.config.html_baseurl.rstrip('/')}/sitemap.xml")
-    (Path(app.outdir) / "robots.txt").write_text("\n".join(lines) + "\n", encoding="utf8")
-
-
 def setup(app: Sphinx) -> dict:
     app.connect("html-page-context", _add_link)
     app.connect("build-finished", _copy_notebooks)
-    app.connect("build-finished", _write_sitemap)
-    app.connect("build-finished", _write_robots_txt)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
