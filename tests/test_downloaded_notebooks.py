@@ -19,11 +19,11 @@ import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 
+from autograd_docs.html.notebooks import reader_notebook
+
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "_build" / "html"
 DOWNLOADS = sorted(SITE.rglob("*.ipynb"))
-
-pytestmark = pytest.mark.build
 
 
 # What only the build gives a kernel: the snippets on the path, the page kernel's
@@ -54,6 +54,32 @@ def shown(cell) -> list:
     return found
 
 
+def test_a_reader_notebook_leaves_out_hidden_checks_and_writes_what_it_imports(tmp_path):
+    (tmp_path / "helpers.py").write_text("from shapes import square\n")
+    (tmp_path / "shapes.py").write_text("def square(t):\n    return t * t\n")
+    (tmp_path / "unused.py").write_text("")
+    new = nbformat.v4
+    page = new.new_notebook(cells=[
+        new.new_code_cell("from oracle import check_close", metadata={"tags": ["remove-cell"]}),
+        new.new_markdown_cell("Some prose."),
+        new.new_code_cell("import torch\nfrom helpers import square\nsquare(torch.ones(2))"),
+        new.new_code_cell("check_close(_, torch.ones(2), 'x')", metadata={"tags": ["remove-cell"]}),
+    ], metadata={"source_map": [0, 3, 5, 9]})
+
+    reader = reader_notebook(page, tmp_path)
+
+    sources = [cell.source for cell in reader.cells]
+    assert not any("check_close" in source for source in sources)
+    written = [source.split("\n", 1) for source in sources if source.startswith("%%writefile")]
+    assert written == [["%%writefile helpers.py", "from shapes import square\n"],
+                       ["%%writefile shapes.py", "def square(t):\n    return t * t\n"]]
+    assert sources.index(written[-1][0] + "\n" + written[-1][1]) < sources.index(page.cells[2].source)
+    assert [cell.id for cell in reader.cells] == [f"cell-{i}" for i in range(len(reader.cells))]
+    assert "source_map" not in reader.metadata
+    assert len(page.cells) == 4, "the executed notebook itself is left as it was"
+
+
+@pytest.mark.build
 def test_the_build_wrote_downloads():
     assert DOWNLOADS, f"no notebooks under {SITE}: run `make html` first"
 
@@ -63,6 +89,7 @@ def test_the_reader_kernel_is_stock_ipykernel(reader_environment):
     assert "ipykernel_launcher" in spec.argv, spec.argv
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("download", DOWNLOADS, ids=lambda p: str(p.relative_to(SITE)))
 def test_a_downloaded_notebook_runs_alone_and_prints_what_the_page_shows(
     download, tmp_path, reader_environment
