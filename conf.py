@@ -41,7 +41,7 @@ extensions = [
     "sphinx_togglebutton",
 ]
 exclude_patterns = ["**/.ipynb_checkpoints"]
-executed_pages_snippets_dir = str(SNIPPETS)
+autograd_docs_snippets_dir = str(SNIPPETS)
 
 # -- Options for MyST ----------------------------------------------------------------
 
@@ -63,7 +63,7 @@ nb_execution_mode = "cache"
 nb_execution_cache_path = str(ROOT / "_build" / ".jupyter_cache")
 nb_execution_timeout = 60  # seconds per cell; no page here needs more than a few
 nb_execution_raise_on_error = False  # report every failing page, not only the first
-nb_execution_show_tb = False  # executed_pages reports a failing cell in one line;
+nb_execution_show_tb = False  # autograd_docs reports a failing cell in one line;
 # its full traceback is in _build/html/reports/<page>.err.log
 nb_merge_streams = True  # one output block per cell, not one per print
 

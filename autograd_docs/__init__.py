@@ -1,7 +1,10 @@
 """The build engine of "Autograd, explained": one Sphinx extension, in parts.
 
 conf.py lists it once, as ``"autograd_docs"``; ``setup`` below loads the parts
-in order. Each part is a Sphinx extension of its own and can be read alone.
+in order. Each part is a Sphinx extension of its own and can be read alone. The
+private hooks of Sphinx, myst-nb and jupyter-cache they use are all in
+``_compat.py``; every mistake the build reports is a member of
+``diagnostics.AuthorError``.
 """
 
 from __future__ import annotations
@@ -11,10 +14,13 @@ from sphinx.application import Sphinx
 
 def setup(app: Sphinx) -> dict:
     # First: on a clean build, the fork server's imports overlap loading the rest.
-    app.setup_extension("autograd_docs.kernels")
-    app.setup_extension("myst_nb")
-    app.setup_extension("autograd_docs.execution")  # cache keys, author messages
-    app.setup_extension("autograd_docs.html.svg_math")  # equations as SVG
-    app.setup_extension("autograd_docs.html.notebooks")  # downloads, sitemap
-    app.setup_extension("autograd_docs.html.hidden_cells")  # axe mends
+    app.setup_extension("autograd_docs.kernels")  # the kernelspec; the fork server
+    app.setup_extension("myst_nb")  # the parts below hook into it
+    app.setup_extension("autograd_docs.execution")  # cache keys, cell checks
+    app.setup_extension("autograd_docs.authoring")  # refs, toctrees, includes, doctests
+    app.setup_extension("autograd_docs.html.svg_math")  # equations drawn to SVG
+    app.setup_extension("autograd_docs.html.notebooks")  # .ipynb downloads
+    app.setup_extension("autograd_docs.html.sitemap")  # sitemap.xml, robots.txt
+    app.setup_extension("autograd_docs.html.hidden_cells")  # axe: hidden cells named
+    app.setup_extension("autograd_docs.html.reproducible")  # stylesheets in place early
     return {"parallel_read_safe": True, "parallel_write_safe": True}

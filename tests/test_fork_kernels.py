@@ -283,7 +283,7 @@ def test_the_env_switch_turns_the_fast_path_off(monkeypatch):
 
 SITE_CONF = f"""
 extensions = ["myst_nb", "autograd_docs.execution", "autograd_docs.kernels"]
-executed_pages_snippets_dir = {str(ROOT / "snippets")!r}
+autograd_docs_snippets_dir = {str(ROOT / "snippets")!r}
 nb_execution_mode = "cache"
 # inside the test's folder: a relative path would land in the caller's folder
 nb_execution_cache_path = __import__("os").path.join(

@@ -22,10 +22,9 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.locale import _
-from sphinx.util import logging
 from sphinx.util.math import get_node_equation_number
 
-logger = logging.getLogger(__name__)
+from autograd_docs.diagnostics import AuthorError, report
 
 RENDERER = Path(__file__).with_name("render_math.cjs")
 STYLESHEET = "mathjax-svg.css"  # written into _static by the build
@@ -110,9 +109,10 @@ def _render_written_pages(app: Sphinx, exception: Exception | None) -> None:
         def substitute(match: re.Match, path=path) -> str:
             out = next(outputs)
             if isinstance(out, dict):
-                logger.warning("cannot render equation %r: %s", html.unescape(match[2]),
-                               out["error"], location=str(path.relative_to(outdir)),
-                               type="svg_math", subtype="tex")
+                docname = path.relative_to(outdir).with_suffix("").as_posix()
+                report(AuthorError.TEX_INVALID,
+                       docname if docname in app.env.all_docs else None,
+                       tex=html.unescape(match[2]), error=out["error"])
                 return match[0]
             return out
         path.write_text(PLACEHOLDER.sub(substitute, text), encoding="utf8")

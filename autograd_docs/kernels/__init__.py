@@ -1,12 +1,14 @@
-"""Run every page in a kernel forked from a warm server, not started from cold.
+"""The one owner of the ``python3`` kernelspec and of the fork server's life.
 
-A plain page kernel pays about a second to start ipykernel and nearly two to
-import torch, on every page. When the build is about to read pages, this
-extension starts ``fork_server.py`` (which imports torch, numpy, matplotlib and
-ipykernel once, and runs nothing else), and points the ``python3`` kernelspec
-written by ``executed_pages`` at ``fork_launcher.py``, a standard-library-only
-command that asks the server to fork a fresh kernel for the page and stands in
-for it (signals in, exit status out). Every page still runs in its own process.
+Every page runs in a kernel forked from a warm server, not started from cold.
+When the build is about to read pages, this extension starts ``server.py``
+(which imports torch, numpy, matplotlib and ipykernel once, and runs nothing
+else), and writes the ``python3`` kernelspec once: its command is
+``launcher.py``, a standard-library-only command that asks the server to fork a
+fresh kernel for the page and stands in for it (signals in, exit status out), or
+``page_kernel.py`` itself when the server is off. Every page still runs in its
+own process. The kernelspec is named ``python3`` so that the downloadable
+notebooks name the kernel readers have.
 
 The server is stopped when the build finishes, and at interpreter exit if the
 build fails or is interrupted; it also exits on its own when the build process
@@ -30,6 +32,9 @@ from pathlib import Path
 
 from sphinx.application import Sphinx
 from sphinx.util import logging
+
+from autograd_docs._compat import config_value_at_setup
+from autograd_docs.kernels.environment import kernel_environment
 
 logger = logging.getLogger(__name__)
 
@@ -92,8 +97,12 @@ _server: ForkServer | None = None
 
 
 def kernelspec_file(app: Sphinx) -> Path:
-    """Where ``executed_pages`` writes the ``python3`` kernelspec."""
+    """Where the build's ``python3`` kernelspec lives (searched via JUPYTER_PATH)."""
     return Path(app.doctreedir) / "jupyter" / "kernels" / "python3" / "kernel.json"
+
+
+def plain_kernel_argv() -> list[str]:
+    return [sys.executable, str(HERE / "page_kernel.py"), "-f", "{connection_file}"]
 
 
 def launcher_argv(socket_path: str) -> list[str]:
@@ -105,8 +114,6 @@ def launcher_argv(socket_path: str) -> list[str]:
 def _start_server(app: Sphinx) -> None:
     global _server
     if _server is None:
-        from autograd_docs.execution import kernel_environment
-
         _server = ForkServer(kernel_environment(Path(app.confdir)))
         atexit.register(_stop_server)
 
@@ -118,7 +125,7 @@ def _sources_changed(app: Sphinx) -> bool:
     if not saved.exists():
         return True
     since = saved.stat().st_mtime
-    snippets = app.config._raw_config.get("executed_pages_snippets_dir")
+    snippets = config_value_at_setup(app.config, "autograd_docs_snippets_dir")
     candidates = [Path(app.confdir) / "conf.py", *Path(app.srcdir).rglob("*.md")]
     if snippets:
         candidates += Path(snippets).glob("*.py")
@@ -130,30 +137,44 @@ def _start_early(app: Sphinx) -> None:
 
     The server's imports then overlap the import of the other extensions
     (myst-nb alone takes a second). If the guess says nothing changed, the
-    server waits until Sphinx knows it has pages to read (``_use_server``): a
+    server waits until Sphinx knows it has pages to read (``_install_kernelspec``): a
     no-change rebuild never starts it.
     """
-    config = app.config
-    mode = config._overrides.get("nb_execution_mode",
-                                 config._raw_config.get("nb_execution_mode", "auto"))
+    mode = config_value_at_setup(app.config, "nb_execution_mode", "auto")
     if mode != "off" and unavailable_reason() is None and _sources_changed(app):
         _start_server(app)
 
 
-def _use_server(app: Sphinx, env, docnames: list[str]) -> None:
-    """Before pages are read: start the server if needed, point the kernelspec at it."""
+def _install_kernelspec(app: Sphinx, env, docnames: list[str]) -> None:
+    """Before pages are read: write the ``python3`` kernelspec, once, with the
+    command that will run them (the launcher if the server is up).
+
+    JUPYTER_PATH is searched before the venv's own kernelspecs, and kernels
+    started by parallel readers inherit it.
+    """
     if not docnames or app.config.nb_execution_mode == "off":
         return
     reason = unavailable_reason()
     if reason:
         logger.info(f"fork server off ({reason}): each page starts its own kernel "
                     "and imports torch itself")
-        return
-    _start_server(app)
+        argv = plain_kernel_argv()
+    else:
+        _start_server(app)
+        argv = launcher_argv(_server.socket_path)
+    spec = {
+        "argv": argv,
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+        "env": kernel_environment(Path(app.confdir)),
+    }
     spec_file = kernelspec_file(app)
-    spec = json.loads(spec_file.read_text(encoding="utf8"))
-    spec["argv"] = launcher_argv(_server.socket_path)
+    spec_file.parent.mkdir(parents=True, exist_ok=True)
     spec_file.write_text(json.dumps(spec, indent=1), encoding="utf8")
+    kernels = str(spec_file.parent.parent.parent)
+    if kernels not in os.environ.get("JUPYTER_PATH", "").split(os.pathsep):
+        os.environ["JUPYTER_PATH"] = os.pathsep.join(
+            filter(None, [kernels, os.environ.get("JUPYTER_PATH")]))
 
 
 def _stop_server(*_args) -> None:
@@ -166,8 +187,7 @@ def _stop_server(*_args) -> None:
 
 def setup(app: Sphinx) -> dict:
     _start_early(app)
-    # env-before-read-docs: after executed_pages has written the kernelspec at
-    # builder-inited, before parallel readers fork, and only when pages are read.
-    app.connect("env-before-read-docs", _use_server)
+    # env-before-read-docs: before parallel readers fork, and only when pages are read.
+    app.connect("env-before-read-docs", _install_kernelspec)
     app.connect("build-finished", _stop_server)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

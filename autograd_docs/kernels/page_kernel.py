@@ -10,7 +10,7 @@ records from ipykernel's log, and nothing else:
   timeout and shuts the kernel down, and the interrupted cell's late reply then
   fails (ZMQError) with nobody left to read it.
 
-The kernelspec that runs it is written by ``executed_pages`` at build start.
+The kernelspec that runs it is written by ``autograd_docs.kernels``.
 """
 
 import errno

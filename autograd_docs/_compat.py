@@ -1,0 +1,113 @@
+"""Every private hook of Sphinx, myst-nb, jupyter-cache and nbclient, in one place.
+
+Each hook names the version it was written against (the pins in requirements.txt)
+and what upstream would retire it. After bumping one of those pins, read this file
+first: ``tests/test_engine.py`` fails until ``WRITTEN_AGAINST`` says the new
+version, so the bump cannot land without someone re-checking these hooks.
+
+One private hook lives elsewhere: ``kernels/server.py`` calls
+``atexit._run_exitfuncs`` (CPython) in a forked kernel before ``os._exit``; the
+server runs as a plain script and imports nothing from this package.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import myst_nb.sphinx_
+import myst_nb.sphinx_ext
+import sphinx.domains.std
+from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
+from sphinx.application import Sphinx
+from sphinx.config import Config
+
+WRITTEN_AGAINST = {
+    "sphinx": "9.0.4",
+    "myst-nb": "1.4.0",
+    "jupyter-cache": "1.0.1",
+    "nbclient": "0.11.0",
+}
+
+# -- myst-nb 1.4.0 -------------------------------------------------------------------
+
+# Where myst-nb writes each page's executed notebook, under the build folder.
+OUTPUT_FOLDER = myst_nb.sphinx_ext.OUTPUT_FOLDER
+
+
+def wrap_create_client(wrapper: Callable) -> None:
+    """Replace ``myst_nb.sphinx_.create_client`` by ``wrapper(original)``.
+
+    The one seam where a page's notebook can be changed before the cache looks
+    it up, and the executed notebook read before myst-nb writes it. On a cache
+    hit myst-nb writes the notebook it read (``notebook``), not the one the
+    client returns (``nb_client.notebook``), so the written notebook has no
+    outputs; a one-line fix in ``myst_nb/sphinx_.py`` would retire that part
+    (no upstream issue found; myst-nb's unreleased ``kernel_manager_class``,
+    executablebooks/MyST-NB#721, would retire the kernel side).
+    """
+    myst_nb.sphinx_.create_client = wrapper(myst_nb.sphinx_.create_client)
+
+
+def add_mystnb_stylesheet(app: Sphinx) -> None:
+    """Copy myst-nb's stylesheet into ``_static`` now, as it does at build-finished.
+
+    Retired when myst-nb copies it at builder-inited (pages of a clean build
+    would then link it with its ``?v=`` checksum, as every later build does).
+    """
+    myst_nb.sphinx_ext.add_global_html_resources(app, None)
+
+
+# myst-nb's hidden-cell node and the visitor that closes it; the opening visitor
+# is ours (html/hidden_cells.py) until myst-nb names the <summary> by its text.
+HIDDEN_CELL_NODE = HideCodeCellNode
+depart_hidden_cell = depart_HideCellInput
+
+
+def quiet_nbclient_timeout_line() -> None:
+    """nbclient 0.11 logs "Timeout waiting for execute reply" itself; our report
+    says it better. Matched on the message, which nbclient may reword."""
+    logging.getLogger("traitlets").addFilter(
+        lambda record: not record.getMessage().startswith("Timeout waiting for execute")
+    )
+
+
+# -- jupyter-cache 1.0.1 -------------------------------------------------------------
+
+def is_duplicate_cache_record(error: ValueError) -> bool:
+    """jupyter-cache refuses a second record of an identical notebook (two
+    parallel readers caching the same page) with this ValueError's message."""
+    return "hashkey already exists" in str(error)
+
+
+def create_cache_database(path: str) -> None:
+    """Create the cache's database now; two parallel readers creating it at once
+    can race. ``.db`` creates it as a side effect of first use."""
+    from jupyter_cache import get_cache
+
+    get_cache(path).db  # noqa: B018 -- the property creates the database
+
+
+# -- Sphinx 9.0.4 --------------------------------------------------------------------
+
+def replace_std_missing_reference_handler(app: Sphinx, handler: Callable) -> None:
+    """Connect ``handler`` to warn-missing-reference in place of Sphinx's own for
+    the std domain (every handler of the event runs, so Sphinx's would print
+    "undefined label" as well). Reads the private ``app.events.listeners``."""
+    for listener in list(app.events.listeners["warn-missing-reference"]):
+        if listener.handler is sphinx.domains.std.warn_missing_reference:
+            app.disconnect(listener.id)
+    app.connect("warn-missing-reference", handler)
+
+
+def build_failed_on_warnings(app: Sphinx) -> bool:
+    """Whether ``-W`` turned this build's warnings into a failure (private
+    ``_fail_on_warnings`` and ``_warncount``). Retired by Sphinx keeping the
+    warnings of pages it does not re-read (sphinx-doc/sphinx#725)."""
+    return bool(getattr(app, "_fail_on_warnings", False) and getattr(app, "_warncount", 0))
+
+
+def config_value_at_setup(config: Config, name: str, default=None):
+    """A configuration value while extensions are still loading, before Sphinx
+    has read it into ``config`` (private ``_overrides`` and ``_raw_config``)."""
+    return config._overrides.get(name, config._raw_config.get(name, default))

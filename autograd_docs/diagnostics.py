@@ -1,0 +1,119 @@
+"""Every mistake of an author's that the build catches: one registry.
+
+Each member of ``AuthorError`` is one mistake, with what the build says about it
+and what to do. The build emits them as Sphinx warnings of type
+``autograd_docs`` and subtype the member's name in lower case (so
+``suppress_warnings = ["autograd_docs.cell_raised"]`` would silence one), always
+at the file and line of the mistake; ``-W`` makes each a failed build.
+
+Adding a check: add a member here, emit it with ``report``, and add its row to
+``tests/test_faults.py`` (which fails until every member has a row).
+"""
+
+from __future__ import annotations
+
+import os
+from enum import Enum
+
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+WARNING_TYPE = "autograd_docs"
+
+
+class AuthorError(Enum):
+    """A mistake: (what the build says, what to do). Fields in braces are filled
+    in by ``report``; doubled braces are literal."""
+
+    CELL_RAISED = (
+        "cell raised {name}: {value}",
+        "fix the cell, or tag it 'raises-exception' if the error is what the page shows",
+    )
+    CLAIM_FAILED = (
+        "{value}",
+        "fix the code the claim checks, or the prose it quotes",
+    )
+    CELL_TIMEOUT = (
+        "cell did not finish within {timeout} s",
+        "make it faster, or give this page more time with "
+        "'mystnb: {{execution_timeout: N}}' (seconds) in its front matter",
+    )
+    STOPPED_RAISING = (
+        "cell tagged 'raises-exception' ran without raising",
+        "make it raise again, or remove the tag and show the working code instead",
+    )
+    DANGLING_REF = (
+        "{{ref}}`{target}`: no label {target!r}",
+        "labels are page file names (the '(label)=' line above each title); fix "
+        "the spelling, or link a page that exists",
+    )
+    LABEL_NOT_ON_TITLE = (
+        "{{ref}}`{target}`: label {target!r} is not above a title or caption",
+        "give the link a text, {{ref}}`text <{target}>`",
+    )
+    DANGLING_DOC = (
+        "{{doc}}`{target}`: no page {target!r}",
+        "give the path of an existing page without '.md', relative to this page "
+        "or to docs/ with a leading '/'",
+    )
+    UNKNOWN_TERM = (
+        "{{term}}`{target}`: {target!r} is not in the glossary",
+        "add an entry to docs/reference/glossary.md, or use a term it defines",
+    )
+    NOT_IN_TOCTREE = (
+        "no toctree lists this page, so readers cannot reach it",
+        "add '{name}' to the toctree in docs/{section_index}",
+    )
+    INCLUDE_FILE_GONE = (
+        "literalinclude: there is no file {path}",
+        "restore the snippet, or include one that exists",
+    )
+    INCLUDE_MARKER_GONE = (
+        "literalinclude: {path} has no line with {marker!r} (the :{option}: marker)",
+        "put the marker back in the snippet, or change :{option}: here to a marker it has",
+    )
+    DOCTEST_OUTPUT = (
+        "{failures} doctest example(s) printed something other than the page says "
+        "(each 'Failed example' above names its page and line)",
+        "make the expected output what PyTorch prints under 'Got', or fix the example",
+    )
+    TEX_INVALID = (
+        "cannot render equation {tex!r}: {error}",
+        "fix the equation's TeX (MathJax's message says what it could not read)",
+    )
+    OUTPUT_VARIES = (
+        "this cell printed something different when the same source ran twice",
+        "seed the randomness it uses (torch.manual_seed(0) in the page's first "
+        "cell) or print something that does not vary",
+    )
+
+    def __init__(self, says: str, fix: str) -> None:
+        self.says = says
+        self.fix = fix
+
+    @property
+    def subtype(self) -> str:
+        return self.name.lower()
+
+    def text(self, **fields) -> str:
+        """The one line an author reads: what is wrong, then what to do."""
+        return f"{self.says.format(**fields)}: {self.fix.format(**fields)}"
+
+
+def report(error: AuthorError, location=None, *, extra: str = "", **fields) -> None:
+    """Emit ``error`` as a build warning at ``location`` (a node, a docname or a
+    ``path:line`` string); ``extra`` follows the message, e.g. where the
+    traceback is."""
+    logger.warning(
+        error.text(**fields) + extra,
+        location=location,
+        type=WARNING_TYPE,
+        subtype=error.subtype,
+    )
+
+
+def shown_path(path) -> str:
+    """A path as an author types it: relative to where the build runs, if inside."""
+    relative = os.path.relpath(path)
+    return str(path) if relative.startswith("..") else relative

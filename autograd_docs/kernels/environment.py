@@ -1,0 +1,38 @@
+"""What every page kernel runs with, so that its outputs are the same bytes on
+every build.
+
+A fixed str hash seed (sets print in one order), and for figures saved as SVG or
+PDF the commit's time instead of now and a fixed salt for SVG element ids (PNG,
+the inline default, carries neither). Both are read when Python and matplotlib
+start, so the fork server starts with them too.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+MATPLOTLIBRC = Path(__file__).with_name("matplotlibrc")
+
+
+def source_date_epoch(repository: Path) -> str:
+    """SOURCE_DATE_EPOCH if set, else the time of the checked-out commit."""
+    if "SOURCE_DATE_EPOCH" in os.environ:
+        return os.environ["SOURCE_DATE_EPOCH"]
+    try:
+        return subprocess.run(
+            ["git", "log", "-1", "--format=%ct"], cwd=repository, check=True,
+            capture_output=True, text=True,
+        ).stdout.strip() or "0"
+    except (OSError, subprocess.CalledProcessError):
+        return "0"  # not a git checkout: any fixed time keeps builds identical
+
+
+def kernel_environment(repository: Path) -> dict[str, str]:
+    """The variables every page kernel (and the fork server) starts with."""
+    return {
+        "PYTHONHASHSEED": "0",
+        "MATPLOTLIBRC": str(MATPLOTLIBRC),
+        "SOURCE_DATE_EPOCH": source_date_epoch(repository),
+    }
