@@ -314,8 +314,32 @@ if __name__ == "__main__":
     main()
 
 
-# -- Figures for the explanation pages forward-mode-jacobian-vector-products,
-# -- higher-order-derivatives, where-derivatives-do-not-exist and complex-inputs.
+# -- Figures for the explanation pages reverse-mode-is-a-chain-of-vjps,
+# -- forward-mode-jacobian-vector-products, higher-order-derivatives,
+# -- where-derivatives-do-not-exist and complex-inputs.
+
+def plain_log_ticks(fig: Figure) -> Figure:
+    """Label every log-scaled y axis of ``fig`` with plain numbers: 0.2, 1, 5, not 4×10⁰.
+
+    Ticks are the 1-2-5 values inside each axis's range (at least two of them),
+    written with ``:g``; minor ticks are removed. Returns ``fig``.
+    """
+    from matplotlib.ticker import NullLocator
+
+    for ax in fig.axes:
+        if ax.get_yscale() != "log":
+            continue
+        low, high = ax.get_ylim()
+        ticks = [k * 10.0 ** e for e in range(int(np.floor(np.log10(low))) - 1,
+                                              int(np.ceil(np.log10(high))) + 1)
+                 for k in (1, 2, 5) if low <= k * 10.0 ** e <= high]
+        if len(ticks) < 2:
+            ticks = [low, high]
+        ax.set_yticks(ticks, [f"{t:.2g}" for t in ticks])
+        ax.yaxis.set_minor_locator(NullLocator())
+        ax.set_ylim(low, high)
+    return fig
+
 
 def jvp_figure(J, u) -> Figure:
     """J u as a weighted sum of columns: J, then column j scaled by u_j, then the sum.
@@ -437,6 +461,10 @@ def check_explanation_figures() -> None:
     for figure in [fig, jvp_figure(J, u)]:
         width_px = int.from_bytes(png_bytes(figure)[16:20], "big")
         assert width_px <= MAX_WIDTH_INCHES * DPI + 1, width_px
+    fig = plain_log_ticks(timing_figure([8, 16, 32], {"a": {"r": [3e-3, 4e-3, 6e-3]}}, ["n"]))
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels and all("10^" not in t and "times" not in t for t in labels), labels
+    assert all(float(t) > 0 for t in labels), labels
     print("✓ the explanation pages' figures draw, and each shows what it claims")
 
 
