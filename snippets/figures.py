@@ -407,29 +407,41 @@ def hessian_figure(H, title: str = "$H_{ij} = \\partial^2 f / \\partial x_i \\pa
                            **heatmap_kw)
 
 
-def complex_gradient_figure(z, grad, loss, title: str = "") -> Figure:
+def complex_gradient_figure(z, grad, loss, title: str = "", *, unit: bool = False) -> Figure:
     """Arrows of ``z.grad`` over a grid of complex points, on the loss's contours.
 
     ``z`` and ``grad`` are complex tensors of the same 2-D shape (the grid and the
     gradient PyTorch left at each point), ``loss`` the real loss at each point.
     Each arrow is drawn from z in the direction (Re grad, Im grad): the real
-    gradient (dL/dx, dL/dy), which points uphill, across the contour lines.
+    gradient (dL/dx, dL/dy), which points uphill, across the contour lines. With
+    ``unit=True`` every arrow has the same length (directions only), for losses
+    whose gradient varies too much in size to draw to scale.
     """
     points = torch.as_tensor(z).detach().to(torch.complex128).numpy()
     slopes = torch.as_tensor(grad).detach().to(torch.complex128).numpy()
     values = torch.as_tensor(loss).detach().to(torch.float64).numpy()
+    if unit:
+        sizes = np.abs(slopes)
+        slopes = np.where(sizes > 0, slopes / np.where(sizes > 0, sizes, 1.0), 0.0)
     fig, (ax,) = new_figure(width=4.6, height=4.0)
     contours = ax.contour(points.real, points.imag, values, levels=10, colors="#999999",
                           linewidths=0.7)
     ax.clabel(contours, fontsize=7, fmt="%.2g")
     ax.quiver(points.real, points.imag, slopes.real, slopes.imag, color="#c0392b",
-              angles="xy", pivot="tail", width=0.005)
+              angles="xy", pivot="tail", width=0.005,
+              **(dict(scale_units="xy", scale=1 / (0.8 * _grid_step(points))) if unit else {}))
     ax.set_aspect("equal")
     ax.set_xlabel("$x = \\operatorname{Re} z$")
     ax.set_ylabel("$y = \\operatorname{Im} z$")
     if title:
         ax.set_title(title)
     return fig
+
+
+def _grid_step(points: np.ndarray) -> float:
+    """The smallest distance between neighbouring points of a complex grid."""
+    steps = np.abs(np.diff(np.unique(points.real)))
+    return float(steps.min()) if steps.size else 1.0
 
 
 def check_explanation_figures() -> None:
@@ -458,6 +470,9 @@ def check_explanation_figures() -> None:
     arrows = fig.axes[0].collections[-1]
     assert np.allclose(arrows.U, (2 * grid).real.numpy().ravel()), "arrows are Re grad"
     assert np.allclose(arrows.V, (2 * grid).imag.numpy().ravel()), "and Im grad"
+    fig = complex_gradient_figure(grid, 2 * grid, grid.abs() ** 2, unit=True)
+    lengths = np.hypot(fig.axes[0].collections[-1].U, fig.axes[0].collections[-1].V)
+    assert np.allclose(lengths[lengths > 0], 1.0), "unit=True draws directions only"
     for figure in [fig, jvp_figure(J, u)]:
         width_px = int.from_bytes(png_bytes(figure)[16:20], "big")
         assert width_px <= MAX_WIDTH_INCHES * DPI + 1, width_px
