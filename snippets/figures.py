@@ -371,7 +371,7 @@ def kinks_figure(curves: dict[str, tuple[object, object, float]]) -> Figure:
     ``curves`` maps a panel title to ``(xs, ys, slope_at_0)``: the points of the
     curve and the derivative autograd returned at 0. A finite slope is drawn as a
     dashed orange line through the point; an infinite one as a vertical line;
-    ``nan`` as a marker only. The slope is written in the panel.
+    ``nan`` as a marker only. The slope is written in the panel's title.
     """
     count = len(curves)
     fig, axes = new_figure(height=2.4, ncols=count, sharey=False)
@@ -387,12 +387,11 @@ def kinks_figure(curves: dict[str, tuple[object, object, float]]) -> Figure:
             ax.axvline(0.0, linestyle="--", color="#d35400", linewidth=1.5)
         ax.plot([0.0], [at_zero], "o", color="#d35400", markersize=6)
         ax.set_ylim(min(ys.min(), -0.25) - 0.1, ys.max() + 0.15)
-        ax.set_title(title, family="monospace", fontsize=9)
-        ax.text(0.04, 0.96, f"slope at 0: {slope:g}", transform=ax.transAxes,
-                ha="left", va="top", fontsize=8, color="#a04000")
+        ax.set_title(f"{title}\nslope at 0: {slope:g}", family="monospace", fontsize=9)
         ax.axhline(0.0, color="#bbbbbb", linewidth=0.6, zorder=0)
         ax.axvline(0.0, color="#bbbbbb", linewidth=0.6, zorder=0)
-        ax.set_xticks([xs.min(), 0.0, xs.max()])
+        ax.set_xlim(min(xs.min(), -0.1), xs.max())
+        ax.set_xticks(sorted({round(float(xs.min()), 6), 0.0, round(float(xs.max()), 6)}))
         ax.set_xlabel("$x$")
     return fig
 
@@ -407,7 +406,8 @@ def hessian_figure(H, title: str = "$H_{ij} = \\partial^2 f / \\partial x_i \\pa
                            **heatmap_kw)
 
 
-def complex_gradient_figure(z, grad, loss, title: str = "", *, unit: bool = False) -> Figure:
+def complex_gradient_figure(z, grad, loss, title: str = "", *, unit: bool = False,
+                            contour_z=None, contour_loss=None, levels=None) -> Figure:
     """Arrows of ``z.grad`` over a grid of complex points, on the loss's contours.
 
     ``z`` and ``grad`` are complex tensors of the same 2-D shape (the grid and the
@@ -415,7 +415,9 @@ def complex_gradient_figure(z, grad, loss, title: str = "", *, unit: bool = Fals
     Each arrow is drawn from z in the direction (Re grad, Im grad): the real
     gradient (dL/dx, dL/dy), which points uphill, across the contour lines. With
     ``unit=True`` every arrow has the same length (directions only), for losses
-    whose gradient varies too much in size to draw to scale.
+    whose gradient varies too much in size to draw to scale. ``contour_z`` and
+    ``contour_loss`` (a finer grid and the loss on it) draw smoother contours than
+    the arrows' grid; ``levels`` picks the contour values.
     """
     points = torch.as_tensor(z).detach().to(torch.complex128).numpy()
     slopes = torch.as_tensor(grad).detach().to(torch.complex128).numpy()
@@ -424,8 +426,13 @@ def complex_gradient_figure(z, grad, loss, title: str = "", *, unit: bool = Fals
         sizes = np.abs(slopes)
         slopes = np.where(sizes > 0, slopes / np.where(sizes > 0, sizes, 1.0), 0.0)
     fig, (ax,) = new_figure(width=4.6, height=4.0)
-    contours = ax.contour(points.real, points.imag, values, levels=10, colors="#999999",
-                          linewidths=0.7)
+    if contour_z is not None:
+        fine = torch.as_tensor(contour_z).detach().to(torch.complex128).numpy()
+        fine_values = torch.as_tensor(contour_loss).detach().to(torch.float64).numpy()
+    else:
+        fine, fine_values = points, values
+    contours = ax.contour(fine.real, fine.imag, fine_values, levels=levels or 10,
+                          colors="#888888", linewidths=0.7)
     ax.clabel(contours, fontsize=7, fmt="%.2g")
     ax.quiver(points.real, points.imag, slopes.real, slopes.imag, color="#c0392b",
               angles="xy", pivot="tail", width=0.005,
@@ -457,8 +464,8 @@ def check_explanation_figures() -> None:
     xs = torch.linspace(-1, 1, 41)
     fig = kinks_figure({"relu": (xs, torch.relu(xs), 0.0),
                         "sqrt": (xs.clamp(min=0), torch.sqrt(xs.clamp(min=0)), float("inf"))})
-    labels = [t.get_text() for ax in fig.axes for t in ax.texts]
-    assert labels == ["slope at 0: 0", "slope at 0: inf"], labels
+    labels = [ax.get_title() for ax in fig.axes]
+    assert labels == ["relu\nslope at 0: 0", "sqrt\nslope at 0: inf"], labels
 
     H = torch.tensor([[6.0, 1.0], [1.0, -12.0]])
     fig = hessian_figure(H)
