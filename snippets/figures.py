@@ -531,7 +531,48 @@ def check_explanation_figures() -> None:
     print("✓ the explanation pages' figures draw, and each shows what it claims")
 
 
+# -- Figures for how-to/differentiate-elementwise-functions-at-many-points.md ---------
+# (branch content-howto-a)
+
+CURVE_STYLES = [dict(color="#1f5fa8", linewidth=1.8),                   # blue, solid
+                dict(color="#b8461c", linewidth=1.8, linestyle="--")]   # orange, dashed
+
+
+def curves_figure(t, curves: dict[str, object], *, xlabel: str = "$t$",
+                  title: str = "") -> Figure:
+    """Functions of one variable sampled at the points ``t``, one line per curve.
+
+    ``curves`` maps a legend label to the values at ``t`` (tensors are detached).
+    Lines differ in dash as well as colour, so they stay apart in grey print; a
+    thin line marks 0. Each line's data is exactly the values given.
+    """
+    points = torch.as_tensor(t).detach().to(torch.float64).cpu().numpy()
+    fig, (ax,) = new_figure(height=3.0)
+    for index, (label, values) in enumerate(curves.items()):
+        style = CURVE_STYLES[index % len(CURVE_STYLES)]
+        ax.plot(points, torch.as_tensor(values).detach().to(torch.float64).cpu().numpy(),
+                label=label, **style)
+    ax.axhline(0, color="#999999", linewidth=0.6)
+    ax.set_xlabel(xlabel)
+    ax.grid(True, color="#e5e5e5")
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+def _check_curves_figure() -> None:
+    t = torch.linspace(-1.0, 1.0, 5)
+    fig = curves_figure(t, {"t": t, "t^2": t**2})
+    lines = fig.axes[0].lines
+    assert np.allclose(lines[1].get_ydata(), (t**2).numpy()), "each line shows its values"
+    assert fig.get_size_inches()[0] <= MAX_WIDTH_INCHES
+    assert png_bytes(fig)[:8] == b"\x89PNG\r\n\x1a\n"
+    print("✓ curves_figure draws one line per curve, with the values given")
+
+
 if __name__ == "__main__":  # every block's self-test
     main()
     _check_count_figure()
     check_explanation_figures()
+    _check_curves_figure()
