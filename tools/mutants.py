@@ -40,7 +40,7 @@ from IPython.core.inputtransformer2 import TransformerManager
 from myst_nb.core.read import read_myst_markdown_notebook
 
 from site_outputs import (
-    MEASURED, ROOT, build, changed_cells, copy_repo, executed_cells,
+    MEASURED, ROOT, as_text, build, changed_cells, copy_repo, executed_cells,
     executed_pages, machine_note, write,
 )
 
@@ -294,6 +294,11 @@ def draw_mutants(page: str, text: str, seed: int, count: int) -> tuple[list[Muta
     return mutants, skipped
 
 
+def one_line(cell, width: int = 60) -> str:
+    text = " ".join(as_text(cell.outputs).split()) if cell else "(no cell)"
+    return repr(text if len(text) <= width else text[:width - 3] + "...")
+
+
 # -- the run ---------------------------------------------------------------------------
 
 def main() -> int:
@@ -301,6 +306,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--per-page", type=int, default=3, help="mutants per page")
     parser.add_argument("--page", help="only this page (docs/...md)")
+    parser.add_argument("--verbose", action="store_true", help="list the caught ones too")
     parser.add_argument("--keep", action="store_true", help="keep the scratch copy")
     args = parser.parse_args()
     started = time.perf_counter()
@@ -358,7 +364,8 @@ def run(args, repo: Path, started: float) -> int:
             elif changed_cells(before, after, {page}):
                 old, new = changed_cells(before, after, {page})[0]
                 mutant.outcome = "survived"
-                mutant.why = f"output of the cell at line {(old or new).line} changed"
+                mutant.why = (f"the cell at line {(old or new).line} printed "
+                              f"{one_line(old)}, now {one_line(new)}")
             else:
                 mutant.outcome = "no visible change"
         stray = [str(w) for page, ws in failures.items() if page not in batch for w in ws]
@@ -377,12 +384,16 @@ def run(args, repo: Path, started: float) -> int:
 
 
 def report(mutants: list[Mutant], args, seconds: float) -> int:
+    ordered = sorted(mutants, key=lambda m: (m.page, m.line))
     for outcome in ("caught", "no visible change", "survived"):
-        chosen = [m for m in mutants if m.outcome == outcome]
+        chosen = [m for m in ordered if m.outcome == outcome]
         print(f"\n{outcome} ({len(chosen)}):")
+        if outcome == "caught" and not args.verbose:
+            print("  (--verbose lists them, with the warning that caught each)")
+            continue
         for mutant in chosen:
             print(f"  {mutant}")
-            if outcome == "caught":
+            if mutant.why:
                 print(f"      {mutant.why[:160]}")
     caught = sum(m.outcome == "caught" for m in mutants)
     survived = sum(m.outcome == "survived" for m in mutants)

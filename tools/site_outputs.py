@@ -128,9 +128,16 @@ def build(repo: Path, venv: Path | str = ".venv", *make_args: str) -> Build:
                "-o", "node_modules/.installed", "html", f"VENV={venv}", *make_args]
     start = time.perf_counter()
     result = subprocess.run(command, cwd=repo, capture_output=True, text=True,
-                            env={**os.environ, "NO_COLOR": "1"})
+                            env=make_env())
     return Build(result.returncode, result.stdout + result.stderr,
                  time.perf_counter() - start)
+
+
+def make_env() -> dict[str, str]:
+    """This environment for a make in the copy, without the calling make's flags
+    (``make mutants SEED=1`` would hand SEED=1 and its jobserver down)."""
+    dropped = {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES"}
+    return {**{k: v for k, v in os.environ.items() if k not in dropped}, "NO_COLOR": "1"}
 
 
 def machine_note() -> str:
