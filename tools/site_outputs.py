@@ -9,8 +9,9 @@ did not change are not executed again) and ``.venv`` is only linked.
 What a page prints is compared the way a reader would notice a difference:
 text by its characters (streams joined, as the page shows them), figures by
 their bytes, errors by their name and message (not the traceback, which quotes
-the source). Cells tagged ``measured`` show timings of the build machine on
-purpose and are left out.
+the source), file paths in warnings from ``site-packages/`` on (another venv
+is another folder). Cells tagged ``measured`` show timings of the build machine
+on purpose and are left out.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ WARNING = re.compile(
     r".*?(?:WARNING|ERROR): (?P<message>.*)$"
 )
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# A warning printed by a cell names the file it came from: the same file lies in
+# another folder in another venv, so paths are compared from site-packages on.
+SITE_PACKAGES = re.compile(r"[^\s'\"]*/site-packages/")
 EXECUTING = re.compile(r"Executing notebook using")
 
 
@@ -168,7 +172,7 @@ def normalized(outputs: list[dict]) -> tuple[tuple, ...]:
     for out in outputs:
         kind = out.get("output_type")
         if kind == "stream":
-            text = "".join(out.get("text", ""))
+            text = SITE_PACKAGES.sub("site-packages/", "".join(out.get("text", "")))
             if out["name"] in streams:  # one block per stream, as the page shows it
                 index = streams[out["name"]]
                 found[index] = (*found[index][:2], found[index][2] + text)
