@@ -208,23 +208,29 @@ def candidate_edits(cell: CodeCell) -> list[Edit]:
         match = re.fullmatch(rf"[\s()\\]*({pattern})[\s()\\]*", text(a, b))
         return (a + match.start(1), a + match.end(1), match[1]) if match else None
 
+    # Python 3.11 gives nodes inside f-strings positions that are not theirs.
+    in_fstrings = {inner for node in ast.walk(tree) if isinstance(node, ast.JoinedStr)
+                   for inner in ast.walk(node)}
     edits = []
     for node in ast.walk(tree):
-        if not all(line in same for line in
-                   range(getattr(node, "lineno", 0), getattr(node, "end_lineno", 0) + 1)):
+        if node in in_fstrings or not all(
+                line in same for line in
+                range(getattr(node, "lineno", 0), getattr(node, "end_lineno", 0) + 1)):
             continue
         if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-            if styling(node):
-                continue
             a = offset(node.lineno, node.col_offset)
             b = offset(node.end_lineno, node.end_col_offset)
+            if styling(node) or not re.fullmatch(r"[0-9][0-9_.eExXa-fA-FoObBjJ+-]*", text(a, b)):
+                continue
             value = node.value
             new = (repr(value + 1) if isinstance(value, int)
                    else repr(value * 2 if value else 1.0))
             edits.append(Edit("number", a, b, new))
         elif isinstance(node, ast.Constant) and isinstance(node.value, bool):
             a = offset(node.lineno, node.col_offset)
-            edits.append(Edit("flag", a, a + len(str(node.value)), str(not node.value)))
+            if text(a, a + len(str(node.value))) == str(node.value):
+                edits.append(Edit("flag", a, a + len(str(node.value)),
+                                  str(not node.value)))
         elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Not)):
             a = offset(node.lineno, node.col_offset)
             b = offset(node.operand.lineno, node.operand.col_offset)
@@ -251,8 +257,8 @@ def candidate_edits(cell: CodeCell) -> list[Edit]:
                               for new in COMPARISON[type(op)]]
         elif isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load):
             name = node.attr if isinstance(node, ast.Attribute) else node.id
-            if name in SIBLINGS:
-                b = offset(node.end_lineno, node.end_col_offset)
+            b = offset(node.end_lineno, node.end_col_offset)
+            if name in SIBLINGS and text(b - len(name), b) == name:
                 edits.append(Edit("function", b - len(name), b, SIBLINGS[name]))
     return edits
 
