@@ -5,10 +5,15 @@ PYTHON_FOR_VENV ?= python3
 VENV            ?= .venv
 PYTHON          := $(VENV)/bin/python
 BUILDDIR        ?= _build
+# The build's flags, spelled here only (tests and bench run `make html JOBS=2 ...`):
 # -n: warn on every broken reference; -W: a warning fails the build;
-# --keep-going: report every problem before failing; -j auto: use every core.
-SPHINXOPTS      ?= -n -W --keep-going -j auto
-SPHINXBUILD     := $(PYTHON) -m sphinx -c . $(SPHINXOPTS)
+# --keep-going: report every problem before failing; -j: readers in parallel.
+STRICT          := -n -W --keep-going
+JOBS            ?= auto
+SPHINXOPTS      ?= $(STRICT) -j $(JOBS)
+# O: options for one run on top of those, e.g. `make html O=-E` (read every page).
+O               ?=
+SPHINXBUILD     := $(PYTHON) -m sphinx -c . $(SPHINXOPTS) $(O)
 INSTALLED       := $(VENV)/.installed
 # Node packages (package-lock.json): MathJax draws the equations at build time,
 # axe-core and Lighthouse check the built pages. `npm ci` installs exactly the lock.
@@ -32,8 +37,9 @@ doctest: $(INSTALLED) ## Run the {doctest} blocks on every page
 pytest: $(INSTALLED) $(NODE_MODULES) ## Run the snippets and tests/ (tests/browser: the built site in Chromium)
 	$(PYTHON) -m pytest
 
+# livehtml drops -W: a mistake is reported and the server keeps serving.
 livehtml: $(INSTALLED) $(NODE_MODULES) ## Serve the site and rebuild on every edit in docs/ or snippets/
-	$(PYTHON) -m sphinx_autobuild -c . -n --keep-going -d $(BUILDDIR)/doctrees \
+	$(PYTHON) -m sphinx_autobuild -c . $(filter-out -W,$(STRICT)) -d $(BUILDDIR)/doctrees \
 	  --watch snippets --watch conf.py --ignore '*/.jupyter_cache/*' \
 	  --port $${PORT:-8000} docs $(BUILDDIR)/html
 

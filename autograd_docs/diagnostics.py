@@ -101,15 +101,15 @@ class AuthorError(Enum):
         return f"{self.says.format(**fields)}: {self.fix.format(**fields)}"
 
 
-def report(error: AuthorError, location=None, *, extra: str = "", **fields) -> None:
-    """Emit ``error`` as a build warning at ``location`` (a node, a docname or a
+def report(mistake: AuthorError, location=None, /, *, extra: str = "", **fields) -> None:
+    """Emit ``mistake`` as a build warning at ``location`` (a node, a docname or a
     ``path:line`` string); ``extra`` follows the message, e.g. where the
     traceback is."""
     logger.warning(
-        error.text(**fields) + extra,
+        mistake.text(**fields) + extra,
         location=location,
         type=WARNING_TYPE,
-        subtype=error.subtype,
+        subtype=mistake.subtype,
     )
 
 
