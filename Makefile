@@ -20,7 +20,7 @@ INSTALLED       := $(VENV)/.installed
 NODE_MODULES    := node_modules/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help html test doctest pytest livehtml linkcheck audit bench clean
+.PHONY: help html test lint doctest pytest livehtml linkcheck audit bench clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -29,7 +29,10 @@ html: $(INSTALLED) $(NODE_MODULES) ## Build the site into _build/html, executing
 	$(SPHINXBUILD) -b html -d $(BUILDDIR)/doctrees docs $(BUILDDIR)/html
 	@echo "Open $(BUILDDIR)/html/index.html"
 
-test: html doctest pytest ## Everything CI checks: strict build, doctests, pytest (browser too)
+test: lint html doctest pytest ## Everything CI checks: lint, strict build, doctests, pytest (browser too)
+
+lint: $(INSTALLED) ## Check the Python (engine, tests, snippets) with ruff
+	$(PYTHON) -m ruff check .
 
 doctest: $(INSTALLED) ## Run the {doctest} blocks on every page
 	$(SPHINXBUILD) -b doctest -d $(BUILDDIR)/doctrees-doctest docs $(BUILDDIR)/doctest
