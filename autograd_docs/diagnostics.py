@@ -78,6 +78,11 @@ class AuthorError(Enum):
         "(each 'Failed example' above names its page and line)",
         "make the expected output what PyTorch prints under 'Got', or fix the example",
     )
+    UNKNOWN_API = (
+        "{{py:{role}}}`{target}`: {why}",
+        "spell the name as Python imports it from the installed package, and use "
+        "the role for what it is: {{py:func}}, {{py:meth}} or {{py:class}}",
+    )
     TEX_INVALID = (
         "cannot render equation {tex!r}: {error}",
         "fix the equation's TeX (MathJax's message says what it could not read)",

@@ -30,3 +30,18 @@ def test_every_message_says_what_to_do():
         fields = dict.fromkeys(re.findall(r"(?<!\{)\{(\w+)", error.says + error.fix), "x")
         said = error.text(**fields)
         assert said.count(": ") >= 1 and error.fix.split()[0] in said, said
+
+
+@pytest.mark.parametrize("role, name, says", [
+    ("func", "torch.autograd.grad", None),
+    ("func", "torch.autograd.gradcheck", None),  # the function, not its module
+    ("meth", "torch.Tensor.backward", None),
+    ("class", "torch.autograd.Function", None),
+    ("func", "torch.autograd.gard", "torch.autograd has no attribute 'gard'"),
+    ("class", "torch.cumsum", "it is a function, not a class"),
+    ("func", "torch.Tensor.backward", "it is a method, not a function"),
+])
+def test_an_api_role_must_name_what_the_installed_torch_has(role, name, says):
+    from autograd_docs import api_roles
+
+    assert api_roles.problem(role, name) == says

@@ -132,6 +132,11 @@ FAULTS: dict[AuthorError, Fault] = {
         ("Expected:\n    tensor(4.)\nGot:\n    tensor(3.)",
          "make the expected output what PyTorch prints"),
         builder="doctest"),
+    AuthorError.UNKNOWN_API: Fault(
+        replace("{py:meth}`torch.Tensor.backward`", "{py:meth}`torch.Tensor.backwards`"),
+        line_of("torch.Tensor.backwards"),
+        ("{py:meth}`torch.Tensor.backwards`: torch.Tensor has no attribute 'backwards'",
+         "spell the name as Python imports it")),
     AuthorError.TEX_INVALID: Fault(
         replace("comes back for the identity.",
                 "comes back for the identity, $\\frac{1}$."),
