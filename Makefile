@@ -5,17 +5,22 @@ PYTHON_FOR_VENV ?= python3
 VENV            ?= .venv
 PYTHON          := $(VENV)/bin/python
 BUILDDIR        ?= _build
+# The build's flags, spelled here only (tests and bench run `make html JOBS=2 ...`):
 # -n: warn on every broken reference; -W: a warning fails the build;
-# --keep-going: report every problem before failing; -j auto: use every core.
-SPHINXOPTS      ?= -n -W --keep-going -j auto
-SPHINXBUILD     := $(PYTHON) -m sphinx -c . $(SPHINXOPTS)
+# --keep-going: report every problem before failing; -j: readers in parallel.
+STRICT          := -n -W --keep-going
+JOBS            ?= auto
+SPHINXOPTS      ?= $(STRICT) -j $(JOBS)
+# O: options for one run on top of those, e.g. `make html O=-E` (read every page).
+O               ?=
+SPHINXBUILD     := $(PYTHON) -m sphinx -c . $(SPHINXOPTS) $(O)
 INSTALLED       := $(VENV)/.installed
 # Node packages (package-lock.json): MathJax draws the equations at build time,
 # axe-core and Lighthouse check the built pages. `npm ci` installs exactly the lock.
 NODE_MODULES    := node_modules/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help html test doctest pytest livehtml linkcheck audit bench clean mutants upgrade-check
+.PHONY: help html test lint doctest pytest livehtml linkcheck audit bench clean mutants upgrade-check
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -24,7 +29,10 @@ html: $(INSTALLED) $(NODE_MODULES) ## Build the site into _build/html, executing
 	$(SPHINXBUILD) -b html -d $(BUILDDIR)/doctrees docs $(BUILDDIR)/html
 	@echo "Open $(BUILDDIR)/html/index.html"
 
-test: html doctest pytest ## Everything CI checks: strict build, doctests, pytest (browser too)
+test: lint html doctest pytest ## Everything CI checks: lint, strict build, doctests, pytest (browser too)
+
+lint: $(INSTALLED) ## Check the Python (engine, tests, snippets) with ruff
+	$(PYTHON) -m ruff check .
 
 doctest: $(INSTALLED) ## Run the {doctest} blocks on every page
 	$(SPHINXBUILD) -b doctest -d $(BUILDDIR)/doctrees-doctest docs $(BUILDDIR)/doctest
@@ -32,8 +40,9 @@ doctest: $(INSTALLED) ## Run the {doctest} blocks on every page
 pytest: $(INSTALLED) $(NODE_MODULES) ## Run the snippets and tests/ (tests/browser: the built site in Chromium)
 	$(PYTHON) -m pytest
 
+# livehtml drops -W: a mistake is reported and the server keeps serving.
 livehtml: $(INSTALLED) $(NODE_MODULES) ## Serve the site and rebuild on every edit in docs/ or snippets/
-	$(PYTHON) -m sphinx_autobuild -c . -n --keep-going -d $(BUILDDIR)/doctrees \
+	$(PYTHON) -m sphinx_autobuild -c . $(filter-out -W,$(STRICT)) -d $(BUILDDIR)/doctrees \
 	  --watch snippets --watch conf.py --ignore '*/.jupyter_cache/*' \
 	  --port $${PORT:-8000} docs $(BUILDDIR)/html
 

@@ -33,17 +33,22 @@ copyright = "2026, the Autograd, explained authors"
 # -- General configuration ---------------------------------------------------------
 
 extensions = [
-    # First, so that on a clean build the kernel server's imports overlap the rest.
-    "autograd_docs",  # this repository's build engine (autograd_docs/, see its setup)
+    # Our own, first: on a clean build the kernel server's imports overlap the rest.
+    "autograd_docs",  # the build engine (autograd_docs/; its setup lists the parts)
+    # Executing and checking pages
     "myst_nb",
     "sphinx.ext.doctest",
+    "sphinx.ext.intersphinx",  # links to PyTorch's reference, with ONLINE=1 (below)
+    # What readers get
     "sphinx_copybutton",
     "sphinx_togglebutton",
+    "sphinxext.opengraph",  # og:title, og:description, og:url on every page
+    "notfound.extension",  # 404.html whose links work from any missing URL
 ]
 exclude_patterns = ["**/.ipynb_checkpoints"]
 autograd_docs_snippets_dir = str(SNIPPETS)
 
-# -- Options for MyST ----------------------------------------------------------------
+# -- Options for MyST --------------------------------------------------------------
 
 myst_enable_extensions = [
     "amsmath",  # aligned equations for the chain rule
@@ -55,7 +60,7 @@ myst_enable_extensions = [
 myst_substitutions = {"torch_version": importlib.metadata.version("torch")}
 myst_heading_anchors = 3  # `[text](#slug)` links to headings
 
-# -- Options for execution (myst-nb) ------------------------------------------------
+# -- Options for execution (myst-nb) -----------------------------------------------
 
 # Every page executes at build time. "cache" re-executes a page only when its
 # code, a snippet it imports or the installed packages change (autograd_docs).
@@ -67,13 +72,13 @@ nb_execution_show_tb = False  # autograd_docs reports a failing cell in one line
 # its full traceback is in _build/html/reports/<page>.err.log
 nb_merge_streams = True  # one output block per cell, not one per print
 
-# -- Options for doctest -------------------------------------------------------------
+# -- Options for doctest -----------------------------------------------------------
 
 doctest_global_setup = "import torch"
 doctest_path = [str(SNIPPETS)]  # {doctest} blocks run in this process: snippets import
 doctest_test_doctest_blocks = ""  # only the explicit {doctest} directives
 
-# -- Options for HTML output ---------------------------------------------------------
+# -- Options for HTML output -------------------------------------------------------
 
 html_theme = "furo"
 html_title = "Autograd, explained"
@@ -85,14 +90,15 @@ html_last_updated_fmt = None
 # Copy only what a reader would type: no prompts, no outputs.
 copybutton_exclude = ".linenos, .gp, .go"
 
-# -- Equations: SVG rendered at build time (issue 5) ----------------------------------
-# autograd_docs/html/svg_math.py hands every equation to MathJax in Node (node_modules, made
-# by `npm ci` from package-lock.json) and writes the SVG into the page: readers'
-# browsers load no script, font or CDN for math, online, offline or from file://.
+# -- Equations: SVG rendered at build time -----------------------------------------
+# autograd_docs/html/svg_math.py hands every equation to MathJax in Node
+# (node_modules, made by `npm ci` from package-lock.json) and writes the SVG into
+# the page: readers' browsers load no script, font or CDN for math, online,
+# offline or from file://.
 
 html_math_renderer = "svgmath"
 
-# -- The site's address, metadata and 404 page (issue 5) -----------------------------
+# -- The site's address, metadata and 404 page -------------------------------------
 # The site's address, set here only: OpenGraph tags, sitemap.xml, robots.txt,
 # canonical links and the 404 page's links all read html_baseurl. Read the Docs
 # and the Pages workflow pass the address they serve the site at; a local build
@@ -106,10 +112,6 @@ html_baseurl = (
 if not html_baseurl.endswith("/"):
     html_baseurl += "/"
 
-extensions += [
-    "sphinxext.opengraph",  # og:title, og:description, og:url on every page
-    "notfound.extension",  # 404.html whose links work from any missing URL
-]
 ogp_site_url = html_baseurl
 ogp_social_cards = {"enable": False}  # no generated images: one more thing to fetch
 notfound_urls_prefix = urlparse(html_baseurl).path
@@ -123,23 +125,22 @@ notfound_context = {
 }
 html_favicon = "docs/_static/favicon.svg"  # else browsers ask the server for /favicon.ico
 
-# -- Reader features and accessibility (issue 5) ------------------------------------
+# -- Reader features and accessibility ---------------------------------------------
 
 # autograd_docs.html: .ipynb downloads, sitemap.xml, robots.txt, and mends of
 # what axe-core finds in extensions' HTML.
 templates_path = ["docs/_templates"]  # a notebook download beside "view source"
 html_js_files = ["site.js"]  # keyboard access to code and outputs that scroll
 
-# -- Links to PyTorch's reference, online only (issue 5) ------------------------------
+# -- Links to PyTorch's reference ---------------------------------------------------
 # API names written as roles, e.g. {py:func}`torch.autograd.grad`, link to
-# PyTorch's reference only when the network is there (ONLINE=1): fetching an
-# inventory is a network request. Offline they show as code, and -n does not
-# warn about the missing targets, so offline builds stay warning-free.
+# PyTorch's reference when the build may use the network (ONLINE=1; the hosted
+# builds): fetching an inventory is a network request. Offline, each name is
+# checked against the installed packages instead (autograd_docs/api_roles.py) and
+# shows as code; a name that does not import, or is not what its role says, fails
+# the build.
 if os.environ.get("ONLINE"):
-    extensions.append("sphinx.ext.intersphinx")
     intersphinx_mapping = {
         "python": ("https://docs.python.org/3", None),
         "torch": ("https://docs.pytorch.org/docs/stable/", None),
     }
-else:
-    nitpick_ignore_regex = [(r"py:.*", r"(torch|numpy|matplotlib)(\..*)?")]

@@ -78,6 +78,11 @@ class AuthorError(Enum):
         "(each 'Failed example' above names its page and line)",
         "make the expected output what PyTorch prints under 'Got', or fix the example",
     )
+    UNKNOWN_API = (
+        "{{py:{role}}}`{target}`: {why}",
+        "spell the name as Python imports it from the installed package, and use "
+        "the role for what it is: {{py:func}}, {{py:meth}} or {{py:class}}",
+    )
     TEX_INVALID = (
         "cannot render equation {tex!r}: {error}",
         "fix the equation's TeX (MathJax's message says what it could not read)",
@@ -101,15 +106,15 @@ class AuthorError(Enum):
         return f"{self.says.format(**fields)}: {self.fix.format(**fields)}"
 
 
-def report(error: AuthorError, location=None, *, extra: str = "", **fields) -> None:
-    """Emit ``error`` as a build warning at ``location`` (a node, a docname or a
+def report(mistake: AuthorError, location=None, /, *, extra: str = "", **fields) -> None:
+    """Emit ``mistake`` as a build warning at ``location`` (a node, a docname or a
     ``path:line`` string); ``extra`` follows the message, e.g. where the
     traceback is."""
     logger.warning(
-        error.text(**fields) + extra,
+        mistake.text(**fields) + extra,
         location=location,
         type=WARNING_TYPE,
-        subtype=error.subtype,
+        subtype=mistake.subtype,
     )
 
 

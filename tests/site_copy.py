@@ -13,97 +13,35 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
-import textwrap
 from dataclasses import dataclass
 from pathlib import Path
+
+from autograd_docs.diagnostics import AuthorError
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 
+# The small site's own pages, as files an author can open: small_site/*.md
+# (small_site/extra/ holds pages and snippets single tests add).
+SMALL_SITE = Path(__file__).resolve().parent / "small_site"
 # Real pages in the copy: the glossary every {term} resolves against.
 REAL_PAGES = ["reference/glossary"]
+# The venv whose Python runs this test: the copy's `make` uses it, never makes one.
+VENV = Path(PYTHON).parent.parent
 
-# The Makefile's SPHINXOPTS but -j: a clean build of the copy reads its pages in
-# two workers (12 s instead of 22 s, measured); a build after one fault has one
-# page to execute, and the fault tests run two such builds at a time anyway.
-STRICT = ["-n", "-W", "--keep-going"]
 
-FRONT_MATTER = """\
----
-file_format: mystnb
-kernelspec:
-  name: python3
-  display_name: Python 3
-  language: python
-{extra}---
-"""
+def small_page(name: str) -> str:
+    """The text of ``small_site/<name>.md``."""
+    return (SMALL_SITE / f"{name}.md").read_text(encoding="utf8")
 
-# A page in the house shape: label, title, a term, a checked claim, a doctest
-# and a snippet included by marker. Tests replace one piece of it with a fault.
-TEST_PAGE = """\
-(test-page)=
-# Check a gradient the build re-computes
 
-The {term}`seed` of `backward` comes back for the identity.
-
-```{code-cell} ipython3
-import torch
-from oracle import check_close
-
-z = torch.linspace(-1, 1, steps=5, requires_grad=True)
-z.backward(z)
-print(z.grad)
-```
-
-```{code-cell} ipython3
-:tags: [remove-cell]
-check_close(z.grad, z, "the identity gives the seed back")
-```
-
-```{code-cell} ipython3
-:tags: [raises-exception]
-torch.ones(2).backward()
-```
-
-```{literalinclude} ../snippets/why_backward_z_gives_z.py
-:start-after: "# [start-question]"
-:end-before: "# [end-question]"
-```
-
-```{doctest}
->>> torch.ones(3).sum()
-tensor(3.)
-```
-
-Back to {ref}`test-page`, or the {doc}`reference/glossary`.
-"""
-
-# A figure and a set: the outputs most likely to differ between two builds.
-FIGURE_PAGE = """\
-(figure-page)=
-# Plot the gradient of a sum of squares
-
-```{code-cell} ipython3
-import matplotlib.pyplot as plt
-import torch
-
-z = torch.linspace(-1, 1, steps=5, requires_grad=True)
-(z**2).sum().backward()
-fig, ax = plt.subplots(figsize=(3, 2))
-ax.plot(z.detach(), z.grad, marker="o")
-ax.set(xlabel="z", ylabel="z.grad", title="the gradient is 2z")
-plt.show()
-```
-
-The words this page uses, as a set, printed in an order that depends on str
-hashes (IPython's display would sort it; `print` does not):
-
-```{code-cell} ipython3
-print({"seed", "Jacobian", "vector-Jacobian product", "tangent", "gradient"})
-```
-"""
+def with_front_matter(text: str, extra: str) -> str:
+    """A page's text with ``extra`` (YAML lines) added at the end of its front matter."""
+    head, rest = text.split("\n---\n", 1)
+    return f"{head}\n{extra.rstrip()}\n---\n{rest}"
 
 
 @dataclass
@@ -117,16 +55,11 @@ class Build:
                 or "ERROR" in line]
 
 
-def page(body: str, front_matter: str = "") -> str:
-    """A MyST-NB page: the model page's front matter, then ``body``."""
-    return FRONT_MATTER.format(extra=front_matter) + "\n" + textwrap.dedent(body)
-
-
 def make_copy(folder: Path, pages: dict[str, str] | None = None) -> Path:
     """Copy the site's machinery into ``folder`` and write ``pages`` (name -> text).
 
     The copy's landing page is a title and a toctree of the test's pages and
-    ``REAL_PAGES``. Without ``pages`` it holds ``TEST_PAGE`` and ``FIGURE_PAGE``.
+    ``REAL_PAGES``. Without ``pages`` it holds the pages of ``small_site/``.
     """
     folder.mkdir(parents=True, exist_ok=True)
     for name in ("conf.py", "Makefile", "requirements.txt", "package.json",
@@ -143,7 +76,8 @@ def make_copy(folder: Path, pages: dict[str, str] | None = None) -> Path:
         (folder / "docs" / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / "docs" / f"{name}.md", folder / "docs" / f"{name}.md")
     if pages is None:
-        pages = {"test-page": page(TEST_PAGE), "figure-page": page(FIGURE_PAGE)}
+        pages = {path.stem: path.read_text(encoding="utf8")
+                 for path in sorted(SMALL_SITE.glob("*.md"))}
     toctree = "\n".join([*sorted(pages), *REAL_PAGES])
     (folder / "docs" / "index.md").write_text(
         "# A small copy of the site\n\n```{toctree}\n\n" + toctree + "\n```\n",
@@ -165,15 +99,23 @@ def write(path: Path, text: str) -> None:
 
 def build(folder: Path, builder: str = "html", *extra: str, jobs: int = 1,
           timeout: int = 300) -> Build:
-    """Run the Makefile's strict sphinx-build on the copy in ``folder``."""
-    result = subprocess.run(
-        [PYTHON, "-m", "sphinx", "-c", ".", *STRICT, "-j", str(jobs), *extra,
-         "-b", builder,
-         "-d", f"_build/doctrees-{builder}", "docs", f"_build/{builder}"],
-        cwd=folder, capture_output=True, text=True, timeout=timeout,
-        env={**os.environ, "NO_COLOR": "1"},
+    """Run the Makefile's strict build (``make html`` or ``make doctest``) in ``folder``.
+
+    ``extra`` are sphinx-build options for this run (the Makefile's ``O``). One
+    reader by default: a build after one fault has one page to execute.
+    """
+    process = subprocess.Popen(
+        ["make", "--no-print-directory", builder, f"VENV={VENV}", f"JOBS={jobs}",
+         f"O={' '.join(extra)}"],
+        cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "NO_COLOR": "1"}, start_new_session=True,
     )
-    return Build(result.returncode, result.stdout + result.stderr)
+    try:
+        log, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)  # make and the build under it
+        raise
+    return Build(process.returncode, log)
 
 
 def executed_outputs(notebooks: Path) -> dict[tuple[str, int], str]:
@@ -222,9 +164,7 @@ def outputs_that_differ(first: Path, second: Path) -> list[str]:
     """
     a, b = executed_outputs(first), executed_outputs(second)
     return [
-        f"{page}:{line}: this cell printed something different when the same "
-        f"source ran twice: seed the randomness it uses (torch.manual_seed(0) in "
-        f"the page's first cell) or print something that does not vary"
+        f"{page}:{line}: {AuthorError.OUTPUT_VARIES.text()}"
         for page, line in sorted(set(a) | set(b))
         if a.get((page, line)) != b.get((page, line))
     ]

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,23 +77,24 @@ def runs() -> list[CellRun]:
     """Run every code cell of the page, in order, in one fresh IPython shell."""
     from IPython.core.interactiveshell import InteractiveShell
 
-    sys.path.insert(0, str(SNIPPETS))
-    shell = InteractiveShell.instance()
     results = []
-    try:
-        for cell in CODE_CELLS:
-            captured = io.StringIO()
-            with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
-                outcome = shell.run_cell(cell.source, store_history=False, silent=False)
-            results.append(CellRun(
-                source=cell.source,
-                tags=list(cell.metadata.get("tags", [])),
-                error=outcome.error_before_exec or outcome.error_in_exec,
-                output=captured.getvalue(),
-            ))
-    finally:
-        InteractiveShell.clear_instance()
-        sys.path.remove(str(SNIPPETS))
+    # The page imports the snippets, as its kernel does through PYTHONPATH.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(SNIPPETS))
+        shell = InteractiveShell.instance()
+        try:
+            for cell in CODE_CELLS:
+                captured = io.StringIO()
+                with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
+                    outcome = shell.run_cell(cell.source, store_history=False, silent=False)
+                results.append(CellRun(
+                    source=cell.source,
+                    tags=list(cell.metadata.get("tags", [])),
+                    error=outcome.error_before_exec or outcome.error_in_exec,
+                    output=captured.getvalue(),
+                ))
+        finally:
+            InteractiveShell.clear_instance()
     return results
 
 

@@ -259,7 +259,7 @@ def test_nothing_outlives_the_server(tmp_path):
 @pytest.mark.parametrize("delay", ["0", "8"])  # while importing torch, and after
 def test_the_server_exits_when_the_build_dies(tmp_path, delay):
     """A build killed outright (no atexit, no build-finished) takes the server along."""
-    script = textwrap.dedent(f"""
+    script = textwrap.dedent("""
         import time
         from autograd_docs import kernels as fork_kernels
         server = fork_kernels.ForkServer()

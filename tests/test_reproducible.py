@@ -16,7 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from site_copy import (
-    PYTHON, ROOT, build, executed_outputs, make_copy, outputs_that_differ,
+    PYTHON,
+    ROOT,
+    build,
+    executed_outputs,
+    make_copy,
+    outputs_that_differ,
 )
 
 pytestmark = pytest.mark.build

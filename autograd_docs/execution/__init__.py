@@ -28,10 +28,11 @@ _page_fingerprints: dict[str, str] = {}
 
 def _note_snippet_dependencies(app: Sphinx, docname: str, source: list[str]) -> None:
     snippets_dir = Path(app.config.autograd_docs_snippets_dir)
-    snippets = cache_key.snippets_imported(source[0], snippets_dir)
-    for path in snippets:
+    sources = [*cache_key.snippets_imported(source[0], snippets_dir),
+               *cache_key.engine_sources(source[0])]
+    for path in sources:
         app.env.note_dependency(str(path))
-    _page_fingerprints[str(app.env.doc2path(docname))] = cache_key.page_fingerprint(snippets)
+    _page_fingerprints[str(app.env.doc2path(docname))] = cache_key.page_fingerprint(sources)
 
 
 def _page_client(original):

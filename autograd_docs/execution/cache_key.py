@@ -21,6 +21,7 @@ from pathlib import Path
 # The kernelspec key that carries the fingerprint into jupyter-cache's hash.
 FINGERPRINT_KEY = "inputs_fingerprint"
 IMPORT_LINE = re.compile(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", re.MULTILINE)
+ENGINE = Path(__file__).resolve().parent.parent  # autograd_docs/
 
 
 @cache
@@ -52,10 +53,18 @@ def snippets_imported(source: str, snippets_dir: Path) -> list[Path]:
     return sorted(found.values())
 
 
-def page_fingerprint(snippets: list[Path]) -> str:
-    """What a page's outputs depend on besides its code: these snippets' text and
-    the installed packages."""
-    contents = [f"{p.name}:{p.read_text(encoding='utf8')}" for p in snippets]
+def engine_sources(source: str) -> list[Path]:
+    """This package's own files, if a page's source imports it (a page that prints
+    the engine's registry of messages must re-execute when a message changes)."""
+    if "autograd_docs" not in IMPORT_LINE.findall(source):
+        return []
+    return sorted(ENGINE.rglob("*.py"))
+
+
+def page_fingerprint(sources: list[Path]) -> str:
+    """What a page's outputs depend on besides its code: these files' text (the
+    snippets it imports) and the installed packages."""
+    contents = [f"{p.name}:{p.read_text(encoding='utf8')}" for p in sources]
     return digest([environment_fingerprint(), *contents])
 
 

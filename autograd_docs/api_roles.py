@@ -1,0 +1,158 @@
+"""API names written as roles: linked online, checked offline, indexed always.
+
+``{py:func}`torch.autograd.grad``` and its kin link to PyTorch's reference
+through intersphinx when the build may use the network (``ONLINE=1``, hosted
+builds). Offline, and online for a name the inventory lacks, the name is looked
+up in the installed torch instead: it must import and be what the role says (a
+function for ``func``, a method for ``meth``, a class for ``class``), or the
+build fails naming the page and line (``AuthorError.UNKNOWN_API``); if it is,
+the name shows as code. Every such name gets an index entry where it is used,
+and the page that uses it most becomes its entry in the search index, so a
+search for ``torch.where`` finds that page first.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections import Counter
+from functools import cache
+
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.application import Sphinx
+from sphinx.domains import Domain, ObjType
+from sphinx.transforms import SphinxTransform
+
+from autograd_docs.diagnostics import AuthorError, report
+
+# What each role promises about the object it names, and how to say it.
+KINDS = {
+    "func": ("a function", lambda parent, obj: (
+        callable(obj) and not inspect.isclass(obj) and not inspect.isclass(parent))),
+    "meth": ("a method", lambda parent, obj: inspect.isclass(parent) and callable(obj)),
+    "class": ("a class", lambda parent, obj: inspect.isclass(obj)),
+    "exc": ("an exception",
+            lambda parent, obj: inspect.isclass(obj) and issubclass(obj, BaseException)),
+    "mod": ("a module", lambda parent, obj: inspect.ismodule(obj)),
+    "attr": ("an attribute", lambda parent, obj: True),
+    "data": ("a value", lambda parent, obj: True),
+    "obj": ("an object", lambda parent, obj: True),
+    "const": ("a value", lambda parent, obj: True),
+}
+
+
+@cache
+def look_up(name: str) -> tuple[object, object] | str:
+    """(parent, object) that ``name`` names in the installed packages, or why not.
+
+    Resolved as the expression ``name`` would be after ``import`` of its first
+    part: attributes first, a submodule only where no attribute has the name
+    (``torch.autograd.gradcheck`` is the function, not its module).
+    """
+    parts = name.split(".")
+    try:
+        obj = importlib.import_module(parts[0])
+    except ImportError:
+        return f"there is no module {parts[0]!r}"
+    parent = None
+    for index, attribute in enumerate(parts[1:], 1):
+        if not hasattr(obj, attribute) and inspect.ismodule(obj):
+            try:
+                importlib.import_module(".".join(parts[:index + 1]))
+            except ImportError:
+                pass
+        if not hasattr(obj, attribute):
+            return f"{'.'.join(parts[:index])} has no attribute {attribute!r}"
+        parent, obj = obj, getattr(obj, attribute)
+    return parent, obj
+
+
+def describe(parent, obj) -> str:
+    for kind in ("exc", "class", "mod", "meth", "func"):
+        if KINDS[kind][1](parent, obj):
+            return KINDS[kind][0]
+    return "a value"
+
+
+def problem(role: str, name: str) -> str | None:
+    """Why ``{py:<role>}`name``` names nothing the installed packages have, or
+    something of another kind; None if it is fine."""
+    found = look_up(name)
+    if isinstance(found, str):
+        return found
+    if not KINDS[role][1](*found):
+        return f"it is {describe(*found)}, not {KINDS[role][0]}"
+    return None
+
+
+def _check_api_role(app: Sphinx, env, node, contnode):
+    """For a ``py`` role no inventory resolved: check the name, show it as code."""
+    if node.get("refdomain") != "py" or node.get("reftype") not in KINDS:
+        return None
+    role, target = node["reftype"], node["reftarget"]
+    why = problem(role, target)
+    if why:
+        report(AuthorError.UNKNOWN_API, node, role=role, target=target, why=why)
+    return contnode
+
+
+class ApiDomain(Domain):
+    """The search index's entry for each API name: the page that uses it most."""
+
+    name = "api"
+    label = "API names used on this site"
+    object_types = {"name": ObjType("API name", "name")}
+    initial_data = {"uses": {}}  # name -> {docname: [anchor, ...]}
+
+    def clear_doc(self, docname: str) -> None:
+        for pages in self.data["uses"].values():
+            pages.pop(docname, None)
+
+    def merge_domaindata(self, docnames, otherdata) -> None:
+        for name, pages in otherdata["uses"].items():
+            for docname in docnames:
+                if docname in pages:
+                    self.data["uses"].setdefault(name, {})[docname] = pages[docname]
+
+    def resolve_any_xref(self, *args):
+        return []
+
+    def get_objects(self):
+        for name, pages in sorted(self.data["uses"].items()):
+            if not pages:
+                continue
+            counts = Counter({docname: len(anchors) for docname, anchors in pages.items()})
+            docname = max(sorted(counts), key=counts.__getitem__)
+            yield name, name, "name", docname, pages[docname][0], 1
+
+
+class IndexApiRoles(SphinxTransform):
+    """An index entry, and a target for it, where each API role is used.
+
+    Before Sphinx's domains collect the page's index entries and objects
+    (``SphinxDomains``, priority 850).
+    """
+
+    default_priority = 840
+
+    def apply(self, **kwargs) -> None:
+        uses = self.env.get_domain("api").data["uses"]
+        refs = list(self.document.findall(addnodes.pending_xref))
+        for number, ref in enumerate(refs):
+            if ref.get("refdomain") != "py" or ref.get("reftype") not in KINDS:
+                continue
+            name = ref["reftarget"]
+            anchor = f"api-{nodes.make_id(name)}-{number}"
+            target = nodes.target("", "", ids=[anchor])
+            index = addnodes.index(entries=[("single", name, anchor, "", None)])
+            ref.parent.insert(ref.parent.index(ref), [index, target])
+            uses.setdefault(name, {}).setdefault(self.env.docname, []).append(anchor)
+
+
+def setup(app: Sphinx) -> dict:
+    app.add_domain(ApiDomain)
+    app.add_transform(IndexApiRoles)
+    # After intersphinx (priority 500): only names its inventories do not have.
+    app.connect("missing-reference", _check_api_role, priority=900)
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 1}

@@ -1,0 +1,23 @@
+"""API names written as roles are indexed where they are used, and searchable."""
+
+import json
+import re
+
+import pytest
+
+pytestmark = pytest.mark.build
+
+
+def test_an_api_role_gets_an_index_entry_and_a_search_entry(built_copy):
+    html = built_copy / "_build" / "html"
+    index = (html / "genindex.html").read_text(encoding="utf8")
+    assert "torch.Tensor.backward" in index
+    assert re.search(r'href="test-page.html#api-torch-tensor-backward-\d+"', index), index
+    search = json.loads(re.search(r"Search.setIndex\((.*)\)", (
+        html / "searchindex.js").read_text(encoding="utf8"), re.S)[1])
+    # Objects are grouped by the part of the name before the last dot.
+    pages = {f"{prefix}.{entry[4]}".lstrip("."): search["docnames"][entry[0]]
+             for prefix, entries in search["objects"].items() for entry in entries}
+    assert pages.get("torch.Tensor.backward") == "test-page", pages
+    # The role shows as code, checked offline against the installed torch.
+    assert "<code" in (html / "test-page.html").read_text(encoding="utf8")

@@ -1,0 +1,47 @@
+"""The engine's own bookkeeping, without a build: fast."""
+
+import importlib.metadata
+import re
+from pathlib import Path
+
+import pytest
+
+from autograd_docs import _compat
+from autograd_docs.diagnostics import AuthorError
+
+ROOT = Path(__file__).resolve().parent.parent
+EMITTERS = [*(ROOT / "autograd_docs").rglob("*.py"), ROOT / "tests" / "site_copy.py"]
+
+
+@pytest.mark.parametrize("distribution", sorted(_compat.WRITTEN_AGAINST))
+def test_the_private_hooks_were_written_against_the_installed_version(distribution):
+    """After a pin bump, read _compat.py's hooks again, then update WRITTEN_AGAINST."""
+    assert importlib.metadata.version(distribution) == _compat.WRITTEN_AGAINST[distribution]
+
+
+def test_every_author_error_is_emitted_somewhere():
+    source = "\n".join(path.read_text(encoding="utf8") for path in EMITTERS)
+    used = set(re.findall(r"AuthorError\.([A-Z_]+)", source))
+    assert {error.name for error in AuthorError} <= used
+
+
+def test_every_message_says_what_to_do():
+    for error in AuthorError:
+        fields = dict.fromkeys(re.findall(r"(?<!\{)\{(\w+)", error.says + error.fix), "x")
+        said = error.text(**fields)
+        assert said.count(": ") >= 1 and error.fix.split()[0] in said, said
+
+
+@pytest.mark.parametrize("role, name, says", [
+    ("func", "torch.autograd.grad", None),
+    ("func", "torch.autograd.gradcheck", None),  # the function, not its module
+    ("meth", "torch.Tensor.backward", None),
+    ("class", "torch.autograd.Function", None),
+    ("func", "torch.autograd.gard", "torch.autograd has no attribute 'gard'"),
+    ("class", "torch.cumsum", "it is a function, not a class"),
+    ("func", "torch.Tensor.backward", "it is a method, not a function"),
+])
+def test_an_api_role_must_name_what_the_installed_torch_has(role, name, says):
+    from autograd_docs import api_roles
+
+    assert api_roles.problem(role, name) == says
