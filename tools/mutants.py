@@ -55,8 +55,7 @@ SIBLINGS = dict(
         ("log1p", "expm1"), ("max", "min"), ("amax", "amin"), ("argmax", "argmin"),
         ("tanh", "sigmoid"), ("zeros", "ones"), ("zeros_like", "ones_like"),
         ("cumsum", "cumprod"), ("floor", "ceil"), ("sqrt", "square"),
-        ("softmax", "log_softmax"), ("jacrev", "jacfwd"), ("rand", "randn"),
-        ("relu", "abs"),
+        ("softmax", "log_softmax"), ("jacrev", "jacfwd"), ("relu", "abs"),
     ]
     for pair in ((a, b), (b, a))
 )
@@ -70,11 +69,15 @@ COMPARISON = {ast.Lt: ["<=", ">"], ast.LtE: ["<", ">="], ast.Gt: [">=", "<"],
               ast.GtE: [">", "<="], ast.Eq: ["!="], ast.NotEq: ["=="],
               ast.Is: ["is not"], ast.IsNot: ["is"], ast.In: ["not in"],
               ast.NotIn: ["in"]}
-# Numbers whose change is no mistake to catch: seeds and print or figure styling.
+# Numbers and flags whose change is no mistake to catch: seeds and print or figure
+# styling (an axis's scale included). For the same reason rand and randn are not
+# swapped: which distribution a random example is drawn from is, like its seed,
+# no claim a page makes (a page that states one checks it).
 NOT_A_MISTAKE_CALLS = {"manual_seed", "seed", "set_printoptions", "set_num_threads"}
 NOT_A_MISTAKE_KEYWORDS = {"figsize", "dpi", "fontsize", "linewidth", "lw", "alpha",
                           "markersize", "ms", "pad", "labelpad", "zorder", "rotation",
-                          "precision", "linewidths", "ncols", "nrows", "ncol"}
+                          "precision", "linewidths", "ncols", "nrows", "ncol",
+                          "logx", "logy"}
 
 
 @dataclass
@@ -228,7 +231,7 @@ def candidate_edits(cell: CodeCell) -> list[Edit]:
             edits.append(Edit("number", a, b, new))
         elif isinstance(node, ast.Constant) and isinstance(node.value, bool):
             a = offset(node.lineno, node.col_offset)
-            if text(a, a + len(str(node.value))) == str(node.value):
+            if not styling(node) and text(a, a + len(str(node.value))) == str(node.value):
                 edits.append(Edit("flag", a, a + len(str(node.value)),
                                   str(not node.value)))
         elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Not)):
