@@ -7,7 +7,6 @@ Makefile does (``make html``). Paths here are relative to this file.
 import importlib.metadata
 import logging
 import os
-import sys
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -19,13 +18,11 @@ SNIPPETS = ROOT / "snippets"
 os.environ["PYTHONPATH"] = os.pathsep.join(
     filter(None, [str(SNIPPETS), os.environ.get("PYTHONPATH")])
 )
-sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 
 # The theme's pygments styles call logging.basicConfig(level=INFO) on import,
 # which would print every library's INFO lines into the build log. Configuring
 # the root logger first makes that call a no-op; warnings still show.
 logging.basicConfig(level=logging.WARNING, format="%(name)s: %(levelname)s: %(message)s")
-sys.path.insert(0, str(SNIPPETS))  # for {doctest} blocks, which run in this process
 
 # -- Project information -----------------------------------------------------------
 
@@ -37,14 +34,13 @@ copyright = "2026, the Autograd, explained authors"
 
 extensions = [
     # First, so that on a clean build the kernel server's imports overlap the rest.
-    "fork_kernels",  # docs/_ext: pages run in kernels forked from a warm server
+    "autograd_docs",  # this repository's build engine (autograd_docs/, see its setup)
     "myst_nb",
     "sphinx.ext.doctest",
     "sphinx_copybutton",
     "sphinx_togglebutton",
-    "executed_pages",  # docs/_ext: cache keys that see snippets and torch
 ]
-exclude_patterns = ["_ext", "**/.ipynb_checkpoints"]
+exclude_patterns = ["**/.ipynb_checkpoints"]
 executed_pages_snippets_dir = str(SNIPPETS)
 
 # -- Options for MyST ----------------------------------------------------------------
@@ -62,7 +58,7 @@ myst_heading_anchors = 3  # `[text](#slug)` links to headings
 # -- Options for execution (myst-nb) ------------------------------------------------
 
 # Every page executes at build time. "cache" re-executes a page only when its
-# code, a snippet it imports or the installed packages change (see _ext).
+# code, a snippet it imports or the installed packages change (autograd_docs).
 nb_execution_mode = "cache"
 nb_execution_cache_path = str(ROOT / "_build" / ".jupyter_cache")
 nb_execution_timeout = 60  # seconds per cell; no page here needs more than a few
@@ -74,6 +70,7 @@ nb_merge_streams = True  # one output block per cell, not one per print
 # -- Options for doctest -------------------------------------------------------------
 
 doctest_global_setup = "import torch"
+doctest_path = [str(SNIPPETS)]  # {doctest} blocks run in this process: snippets import
 doctest_test_doctest_blocks = ""  # only the explicit {doctest} directives
 
 # -- Options for HTML output ---------------------------------------------------------
@@ -89,11 +86,10 @@ html_last_updated_fmt = None
 copybutton_exclude = ".linenos, .gp, .go"
 
 # -- Equations: SVG rendered at build time (issue 5) ----------------------------------
-# docs/_ext/svg_math.py hands every equation to MathJax in Node (node_modules, made
+# autograd_docs/html/svg_math.py hands every equation to MathJax in Node (node_modules, made
 # by `npm ci` from package-lock.json) and writes the SVG into the page: readers'
 # browsers load no script, font or CDN for math, online, offline or from file://.
 
-extensions.append("svg_math")
 html_math_renderer = "svgmath"
 
 # -- The site's address, metadata and 404 page (issue 5) -----------------------------
@@ -129,10 +125,8 @@ html_favicon = "docs/_static/favicon.svg"  # else browsers ask the server for /f
 
 # -- Reader features and accessibility (issue 5) ------------------------------------
 
-extensions += [
-    "reader_features",  # docs/_ext: .ipynb downloads, sitemap.xml, robots.txt
-    "accessible_pages",  # docs/_ext: mends what axe-core finds in extensions' HTML
-]
+# autograd_docs.html: .ipynb downloads, sitemap.xml, robots.txt, and mends of
+# what axe-core finds in extensions' HTML.
 templates_path = ["docs/_templates"]  # a notebook download beside "view source"
 html_js_files = ["site.js"]  # keyboard access to code and outputs that scroll
 

@@ -65,7 +65,7 @@ def copy_repo(dest: Path) -> Path:
 
 def executed_pages(repo: Path) -> list[Path]:
     return sorted(p for p in (repo / "docs").rglob("*.md")
-                  if "_ext" not in p.parts and "file_format: mystnb" in p.read_text())
+                  if "file_format: mystnb" in p.read_text())
 
 
 # -- builds ------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The fork server's kernels: isolated from each other, and under the manager's control.
 
-Each page's kernel is forked from one warm server (docs/_ext/fork_server.py). These
+Each page's kernel is forked from one warm server (autograd_docs/kernels/server.py). These
 tests drive kernels the way the build does, through jupyter_client, and check that
 nothing a page does reaches the next page, that interrupts and shutdowns reach the
 kernel, and that nothing outlives the server. They assert behaviour, never times.
@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from jupyter_client.manager import KernelManager
 
+from autograd_docs import kernels as fork_kernels
+from autograd_docs.execution import kernel_environment
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-import fork_kernels  # noqa: E402
-from executed_pages import kernel_environment  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     fork_kernels.unavailable_reason() is not None,
@@ -298,9 +298,8 @@ def test_nothing_outlives_the_server(tmp_path, monkeypatch):
 
 BUILD = f"""
 import sys, time
-sys.path.insert(0, {str(ROOT / "docs" / "_ext")!r})
-import fork_kernels
-from executed_pages import kernel_environment
+from autograd_docs import kernels as fork_kernels
+from autograd_docs.execution import kernel_environment
 server = fork_kernels.ForkServer(kernel_environment(__import__("pathlib").Path({str(ROOT)!r})))
 print(server.process.pid, server.folder, flush=True)
 if sys.argv[1] != "starting":
@@ -358,9 +357,7 @@ def test_the_next_build_removes_only_folders_nothing_holds(tmp_path):
 
 
 SITE_CONF = f"""
-import sys
-sys.path.insert(0, {str(ROOT / "docs" / "_ext")!r})
-extensions = ["myst_nb", "executed_pages", "fork_kernels"]
+extensions = ["myst_nb", "autograd_docs.execution", "autograd_docs.kernels"]
 executed_pages_snippets_dir = {str(ROOT / "snippets")!r}
 nb_execution_mode = "cache"
 # inside the test's folder: a relative path would land in the caller's folder

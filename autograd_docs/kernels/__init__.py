@@ -114,7 +114,7 @@ class ForkServer:
         self._status, status_w = os.pipe()
         try:
             self.process = subprocess.Popen(
-                [sys.executable, str(HERE / "fork_server.py"), self.socket_path,
+                [sys.executable, str(HERE / "server.py"), self.socket_path,
                  str(listener.fileno()), str(os.getpid()), str(status_w), str(self.lock)],
                 pass_fds=[listener.fileno(), status_w, self.lock],
                 stdin=subprocess.PIPE,  # closes when this process dies: the server exits
@@ -178,14 +178,14 @@ def kernelspec_file(app: Sphinx) -> Path:
 
 def launcher_argv(socket_path: str) -> list[str]:
     # -I -S: no site-packages, no user paths: the launcher needs only the stdlib.
-    return [sys.executable, "-I", "-S", str(HERE / "fork_launcher.py"), socket_path,
+    return [sys.executable, "-I", "-S", str(HERE / "launcher.py"), socket_path,
             "-f", "{connection_file}"]
 
 
 def _start_server(app: Sphinx) -> None:
     global _server
     if _server is None:
-        from executed_pages import kernel_environment
+        from autograd_docs.execution import kernel_environment
 
         _server = ForkServer(kernel_environment(Path(app.confdir)))
         atexit.register(_stop_server)

@@ -52,6 +52,8 @@ from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
 
+KERNELS = Path(__file__).parent.parent / "kernels"  # what runs a page
+
 # The kernelspec key that carries the fingerprint into jupyter-cache's hash.
 FINGERPRINT_KEY = "inputs_fingerprint"
 IMPORT_LINE = re.compile(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", re.MULTILINE)
@@ -398,7 +400,7 @@ def kernel_environment(repository: Path) -> dict[str, str]:
     """
     return {
         "PYTHONHASHSEED": "0",
-        "MATPLOTLIBRC": str(Path(__file__).with_name("matplotlibrc")),
+        "MATPLOTLIBRC": str(KERNELS / "matplotlibrc"),
         "SOURCE_DATE_EPOCH": source_date_epoch(repository),
     }
 
@@ -413,7 +415,7 @@ def _install_page_kernel(app: Sphinx) -> None:
     spec_dir = kernels / "kernels" / "python3"
     spec_dir.mkdir(parents=True, exist_ok=True)
     spec = {
-        "argv": [sys.executable, str(Path(__file__).with_name("page_kernel.py")),
+        "argv": [sys.executable, str(KERNELS / "page_kernel.py"),
                  "-f", "{connection_file}"],
         "display_name": "Python 3 (ipykernel)",
         "language": "python",

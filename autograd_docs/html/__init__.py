@@ -1,0 +1,1 @@
+"""What the built site offers readers beyond the pages' text."""
