@@ -19,7 +19,11 @@ import pytest
 from jupyter_client.manager import KernelManager
 
 from autograd_docs import kernels as fork_kernels
-from autograd_docs.execution import kernel_environment
+
+try:  # where the engine's split (autograd_docs/kernels/environment.py) puts it
+    from autograd_docs.kernels.environment import kernel_environment
+except ImportError:
+    from autograd_docs.execution import kernel_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -299,7 +303,11 @@ def test_nothing_outlives_the_server(tmp_path, monkeypatch):
 BUILD = f"""
 import sys, time
 from autograd_docs import kernels as fork_kernels
-from autograd_docs.execution import kernel_environment
+
+try:  # where the engine's split (autograd_docs/kernels/environment.py) puts it
+    from autograd_docs.kernels.environment import kernel_environment
+except ImportError:
+    from autograd_docs.execution import kernel_environment
 server = fork_kernels.ForkServer(kernel_environment(__import__("pathlib").Path({str(ROOT)!r})))
 print(server.process.pid, server.folder, flush=True)
 if sys.argv[1] != "starting":
@@ -313,8 +321,9 @@ def start_build(moment: str, temp: Path) -> tuple[subprocess.Popen, int, Path]:
     """A stand-in for sphinx-build that starts a fork server, and waits until the
     server is at ``moment``: ``starting`` (Python starting), ``importing`` (torch
     and the rest) or ``ready``."""
-    build = subprocess.Popen([sys.executable, "-c", BUILD, moment], stdout=subprocess.PIPE,
-                             text=True, env={**os.environ, "TMPDIR": str(temp)})
+    build = subprocess.Popen(
+        [sys.executable, "-c", BUILD, moment, json.dumps(BUILD_ENVIRONMENT)],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(temp)})
     server_pid, folder = build.stdout.readline().split()
     assert build.stdout.readline().strip() == f"at {moment}"
     return build, int(server_pid), Path(folder)
