@@ -84,6 +84,8 @@ def test_the_comparison_covers_figures_and_notebooks(built_copy):
 # -- the real site -----------------------------------------------------------------
 
 BUILT = ROOT / "_build"
+# One worker (pytest -n 2 --dist loadgroup) builds the real site again, for all of these.
+real_site = pytest.mark.xdist_group("real-site-again")
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +110,7 @@ def built_again(workspace) -> Path:
     return again
 
 
+@real_site
 def test_every_page_prints_the_same_when_executed_again(built_again):
     """Catches a page whose output depends on an unseeded random draw."""
     first, second = BUILT / "jupyter_execute", built_again / "jupyter_execute"
@@ -202,6 +205,7 @@ def site_differences(first: Path, second: Path) -> list[str]:
     return [line for line in found if Path(line.split(": ", 1)[1]) not in measured_files]
 
 
+@real_site
 def test_the_real_site_is_the_same_bytes_when_built_again(built_again):
     """``make html`` and a second clean build agree on every file but the measured."""
     differences = site_differences(BUILT / "html", built_again / "html")
