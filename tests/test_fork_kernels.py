@@ -6,11 +6,14 @@ nothing a page does reaches the next page, that interrupts and shutdowns reach t
 kernel, and that nothing outlives the server. They assert behaviour, never times.
 """
 
+import ast
 import json
 import os
 import signal
 import subprocess
+import shutil
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -84,9 +87,13 @@ class Kernel:
         return {"stdout": "".join(out), "error": error}
 
     def value(self, expression: str):
-        result = self.run(f"import json as _j; print(_j.dumps({expression}))")
-        assert result["error"] is None, result
-        return json.loads(result["stdout"])
+        """``expression`` evaluated in the kernel, read from the execute reply
+        itself (user_expressions): no waiting on iopub for a stream message."""
+        msg_id = self.client.execute(
+            "", user_expressions={"value": f"__import__('json').dumps({expression})"})
+        result = self.reply_to(msg_id, timeout=60)["content"]["user_expressions"]["value"]
+        assert result["status"] == "ok", result
+        return json.loads(ast.literal_eval(result["data"]["text/plain"]))
 
     def wait_for_output(self, msg_id: str, text: str, timeout: float = 60) -> None:
         """Wait on iopub until the request ``msg_id`` is running (``busy``) and
@@ -122,6 +129,16 @@ def kernel(server, tmp_path):
     yield kernel
     if kernel.manager.has_kernel:
         kernel.shutdown()
+
+
+@pytest.fixture
+def temp():
+    """A temp folder of the test's own with a short path: a unix socket's path
+    (the server's, inside it) must fit in 108 bytes, which pytest's tmp_path under
+    xdist does not."""
+    folder = tempfile.mkdtemp(prefix="fk-")
+    yield Path(folder)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def alive(pid: int) -> bool:
@@ -276,10 +293,10 @@ def test_shutdown_reports_the_kernels_exit_through_the_launcher(kernel):
     assert wait_until_dead(pid)
 
 
-def test_a_launcher_whose_server_is_gone_runs_a_plain_kernel(tmp_path, monkeypatch):
+def test_a_launcher_whose_server_is_gone_runs_a_plain_kernel(temp, tmp_path, monkeypatch):
     """The fallback: a kernelspec still points at a server that has exited (the
     socket is gone), as a notebook re-run after its build would find it."""
-    gone = tmp_path / "gone" / "server.sock"
+    gone = temp / "gone" / "server.sock"
     install_kernelspec(tmp_path / "jupyter", fork_kernels.launcher_argv(str(gone)),
                        monkeypatch)
     kernel = Kernel(tmp_path)
@@ -338,33 +355,33 @@ def start_build(moment: str, temp: Path) -> tuple[subprocess.Popen, int, Path]:
 
 
 @pytest.mark.parametrize("moment", ["starting", "importing", "ready"])
-def test_the_server_exits_and_tidies_up_when_the_build_dies(tmp_path, moment):
+def test_the_server_exits_and_tidies_up_when_the_build_dies(temp, moment):
     """A build killed outright (no atexit, no build-finished), at any moment of
     its server's life, takes the server along, and the server removes the build's
     folder."""
-    build, server_pid, folder = start_build(moment, tmp_path)
+    build, server_pid, folder = start_build(moment, temp)
     build.kill()
     build.wait()
     assert wait_until_dead(server_pid, timeout=60)
     assert not folder.exists(), f"the server left the build's folder: {list(folder.iterdir())}"
 
 
-def test_the_next_build_removes_only_folders_nothing_holds(tmp_path):
+def test_the_next_build_removes_only_folders_nothing_holds(temp):
     """Where no one could tidy up (the build and its server both killed outright),
     the next build removes the folder; a live build's folder, and a folder without
     a lock, it leaves alone."""
-    live, live_server, live_folder = start_build("importing", tmp_path)
-    dead, dead_server, dead_folder = start_build("importing", tmp_path)
+    live, live_server, live_folder = start_build("importing", temp)
+    dead, dead_server, dead_folder = start_build("importing", temp)
     os.kill(dead_server, signal.SIGKILL)
     dead.kill()
     dead.wait()
     assert wait_until_dead(dead_server)
     assert dead_folder.exists(), "nothing alive was left to remove it"
-    unlocked = tmp_path / (fork_kernels.FOLDER_PREFIX + "older-build")
+    unlocked = temp / (fork_kernels.FOLDER_PREFIX + "older-build")
     unlocked.mkdir()
     (unlocked / "server.sock").touch()
     try:
-        assert fork_kernels.remove_stale_folders(str(tmp_path)) == [dead_folder]
+        assert fork_kernels.remove_stale_folders(str(temp)) == [dead_folder]
         assert live_folder.exists() and unlocked.exists()
     finally:
         live.kill()

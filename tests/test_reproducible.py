@@ -88,7 +88,7 @@ BUILT = ROOT / "_build"
 real_site = pytest.mark.xdist_group("real-site-again")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # kept by its worker even if other tests run between
 def built_again(workspace) -> Path:
     """The real site built once more, clean, as ``make html`` builds it but with
     an empty execution cache of its own: every page executes again."""
