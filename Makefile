@@ -37,8 +37,11 @@ lint: $(INSTALLED) ## Check the Python (engine, tests, snippets) with ruff
 doctest: $(INSTALLED) ## Run the {doctest} blocks on every page
 	$(SPHINXBUILD) -b doctest -d $(BUILDDIR)/doctrees-doctest docs $(BUILDDIR)/doctest
 
+# -n 2: two workers, one per core: a build waits on its kernels while the browser
+# tests run; --dist loadgroup keeps each xdist_group (the real site's second build
+# and its checks) in one worker.
 pytest: $(INSTALLED) $(NODE_MODULES) ## Run the snippets and tests/ (tests/browser: the built site in Chromium)
-	$(PYTHON) -m pytest
+	$(PYTHON) -m pytest -n 2 --dist loadgroup
 
 # livehtml drops -W: a mistake is reported and the server keeps serving.
 livehtml: $(INSTALLED) $(NODE_MODULES) ## Serve the site and rebuild on every edit in docs/ or snippets/

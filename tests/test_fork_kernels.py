@@ -1,26 +1,29 @@
 """The fork server's kernels: isolated from each other, and under the manager's control.
 
-Each page's kernel is forked from one warm server (docs/_ext/fork_server.py). These
+Each page's kernel is forked from one warm server (autograd_docs/kernels/server.py). These
 tests drive kernels the way the build does, through jupyter_client, and check that
 nothing a page does reaches the next page, that interrupts and shutdowns reach the
 kernel, and that nothing outlives the server. They assert behaviour, never times.
 """
 
+import ast
 import json
 import os
 import signal
 import subprocess
+import shutil
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
+from jupyter_client.manager import KernelManager
 
-pytest.importorskip("jupyter_client")
-from jupyter_client.manager import KernelManager  # noqa: E402
+from autograd_docs import kernels as fork_kernels
 
-from autograd_docs import kernels as fork_kernels  # noqa: E402
+from autograd_docs.kernels.environment import kernel_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,24 +32,30 @@ pytestmark = pytest.mark.skipif(
     reason=f"fork server unavailable: {fork_kernels.unavailable_reason()}",
 )
 
+# What the build starts its server with (hash seed, matplotlibrc, SOURCE_DATE_EPOCH).
+BUILD_ENVIRONMENT = kernel_environment(ROOT)
+
+
+def install_kernelspec(folder: Path, argv: list[str], monkeypatch) -> None:
+    """A ``python3`` kernelspec in ``folder`` as the build writes it (with the
+    build's environment), found first through JUPYTER_PATH."""
+    spec_dir = folder / "kernels" / "python3"
+    spec_dir.mkdir(parents=True)
+    (spec_dir / "kernel.json").write_text(json.dumps(
+        {"argv": argv, "display_name": "Python 3", "language": "python",
+         "env": BUILD_ENVIRONMENT}))
+    monkeypatch.setenv("JUPYTER_PATH", str(folder))
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    server = fork_kernels.ForkServer()
-    kernels = tmp_path_factory.mktemp("jupyter")
-    spec_dir = kernels / "kernels" / "python3"
-    spec_dir.mkdir(parents=True)
-    spec = {"argv": fork_kernels.launcher_argv(server.socket_path),
-            "display_name": "Python 3", "language": "python"}
-    (spec_dir / "kernel.json").write_text(json.dumps(spec))
-    saved = os.environ.get("JUPYTER_PATH")
-    os.environ["JUPYTER_PATH"] = str(kernels)
-    yield server
+    """One fork server, as the build starts it, and the kernelspec pointing at it."""
+    server = fork_kernels.ForkServer(BUILD_ENVIRONMENT)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        install_kernelspec(tmp_path_factory.mktemp("jupyter"),
+                           fork_kernels.launcher_argv(server.socket_path), monkeypatch)
+        yield server
     server.stop()
-    if saved is None:
-        del os.environ["JUPYTER_PATH"]
-    else:
-        os.environ["JUPYTER_PATH"] = saved
 
 
 class Kernel:
@@ -75,13 +84,58 @@ class Kernel:
         return {"stdout": "".join(out), "error": error}
 
     def value(self, expression: str):
-        result = self.run(f"import json as _j; print(_j.dumps({expression}))")
-        assert result["error"] is None, result
-        return json.loads(result["stdout"])
+        """``expression`` evaluated in the kernel, read from the execute reply
+        itself (user_expressions): no waiting on iopub for a stream message."""
+        msg_id = self.client.execute(
+            "", user_expressions={"value": f"__import__('json').dumps({expression})"})
+        result = self.reply_to(msg_id, timeout=60)["content"]["user_expressions"]["value"]
+        assert result["status"] == "ok", result
+        return json.loads(ast.literal_eval(result["data"]["text/plain"]))
+
+    def wait_for_output(self, msg_id: str, text: str, timeout: float = 60) -> None:
+        """Wait on iopub until the request ``msg_id`` is running (``busy``) and
+        has printed ``text``: the cell is inside its own code, not still starting."""
+        deadline = time.monotonic() + timeout
+        busy = printed = False
+        while not (busy and printed):
+            msg = self.client.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            content = msg["content"]
+            busy = busy or (msg["msg_type"] == "status"
+                            and content["execution_state"] == "busy")
+            printed = printed or (msg["msg_type"] == "stream" and text in content["text"])
+
+    def reply_to(self, msg_id: str, timeout: float = 30) -> dict:
+        """The shell reply to ``msg_id``; earlier replies still queued (a loaded
+        machine makes wait_for_ready ask for kernel_info more than once) are skipped."""
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = self.client.get_shell_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return reply
 
     def shutdown(self) -> None:
         self.client.stop_channels()
         self.manager.shutdown_kernel()
+
+
+@pytest.fixture
+def kernel(server, tmp_path):
+    kernel = Kernel(tmp_path)
+    yield kernel
+    if kernel.manager.has_kernel:
+        kernel.shutdown()
+
+
+@pytest.fixture
+def temp():
+    """A temp folder of the test's own with a short path: a unix socket's path
+    (the server's, inside it) must fit in 108 bytes, which pytest's tmp_path under
+    xdist does not."""
+    folder = tempfile.mkdtemp(prefix="fk-")
+    yield Path(folder)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def alive(pid: int) -> bool:
@@ -91,7 +145,10 @@ def alive(pid: int) -> bool:
         return False
     # A zombie is dead for our purposes.
     stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().split(") ")[-1].startswith("Z"))
+    try:
+        return not stat.read_text().split(") ")[-1].startswith("Z")
+    except FileNotFoundError:
+        return False
 
 
 def wait_until_dead(pid: int, timeout: float = 20) -> bool:
@@ -159,62 +216,65 @@ def test_a_page_sees_none_of_what_the_page_before_it_did(server, tmp_path):
     assert seen["dtype"] == "torch.float32" and seen["precision"] == 4
 
 
-def test_a_kernel_is_forked_from_the_server_with_torch_already_imported(server, tmp_path):
-    kernel = Kernel(tmp_path)
-    try:
-        assert kernel.value("__import__('os').getppid()") == server.process.pid
-        assert kernel.value("'torch' in __import__('sys').modules") is True
-        assert kernel.value("__import__('os').getcwd()") == str(tmp_path)
-        # numpy's BLAS threads existed in the server before the fork; torch's
-        # thread pool did not. Both must work (not hang) in the child.
-        result = kernel.run("""
-            import numpy, torch
-            a = numpy.random.default_rng(0).random((400, 400)) + 400 * numpy.eye(400)
-            print(numpy.allclose(numpy.linalg.inv(a) @ a, numpy.eye(400), atol=1e-6))
-            b = torch.from_numpy(a).flip(0).T.contiguous()
-            print(torch.allclose(torch.linalg.inv(b) @ b, torch.eye(400, dtype=torch.float64),
-                                 atol=1e-6))
-        """, timeout=120)
-        assert result == {"stdout": "True\nTrue\n", "error": None}
-    finally:
-        kernel.shutdown()
+def test_a_kernel_is_forked_from_the_server_with_torch_already_imported(
+        server, kernel, tmp_path):
+    assert kernel.value("__import__('os').getppid()") == server.process.pid
+    assert kernel.value("'torch' in __import__('sys').modules") is True
+    assert kernel.value("__import__('os').getcwd()") == str(tmp_path)
+    # numpy's BLAS threads existed in the server before the fork; torch's
+    # thread pool did not. Both must work (not hang) in the child.
+    result = kernel.run("""
+        import numpy, torch
+        a = numpy.random.default_rng(0).random((400, 400)) + 400 * numpy.eye(400)
+        print(numpy.allclose(numpy.linalg.inv(a) @ a, numpy.eye(400), atol=1e-6))
+        b = torch.from_numpy(a).flip(0).T.contiguous()
+        print(torch.allclose(torch.linalg.inv(b) @ b, torch.eye(400, dtype=torch.float64),
+                             atol=1e-6))
+    """, timeout=120)
+    assert result == {"stdout": "True\nTrue\n", "error": None}
 
 
-def test_a_figure_is_shown_inline_as_in_a_plain_kernel(server, tmp_path):
+def test_a_kernel_runs_with_the_builds_environment(kernel):
+    """What is read when Python and matplotlib start was read by the server, so
+    the server must have been started with the build's environment."""
+    seen = kernel.value("{k: __import__('os').environ.get(k) for k in %r}"
+                        % sorted(BUILD_ENVIRONMENT))
+    assert seen == BUILD_ENVIRONMENT
+    assert kernel.value("__import__('sys').flags.hash_randomization") == 0
+    assert kernel.value("hash('seed')") == int(subprocess.run(
+        [sys.executable, "-c", "print(hash('seed'))"], capture_output=True, text=True,
+        env={**os.environ, "PYTHONHASHSEED": "0"}, check=True).stdout)
+    assert kernel.value("__import__('matplotlib').rcParams['svg.hashsalt']") == (
+        "autograd-explained")
+
+
+def test_a_figure_is_shown_inline_as_in_a_plain_kernel(kernel):
     """matplotlib was imported before the kernel existed; figures must still show."""
-    kernel = Kernel(tmp_path)
     shown = []
-    try:
-        kernel.client.execute_interactive(
-            "import matplotlib.pyplot as plt\nplt.plot([0, 1], [1, 0])\n"
-            "import matplotlib; print(matplotlib.get_backend())",
-            output_hook=lambda msg: shown.append(msg), timeout=60)
-    finally:
-        kernel.shutdown()
+    kernel.client.execute_interactive(
+        "import matplotlib.pyplot as plt\nplt.plot([0, 1], [1, 0])\n"
+        "import matplotlib; print(matplotlib.get_backend())",
+        output_hook=lambda msg: shown.append(msg), timeout=60)
     images = [m for m in shown if m["msg_type"] == "display_data"
               and "image/png" in m["content"]["data"]]
     assert len(images) == 1, [m["msg_type"] for m in shown]
     backend = "".join(m["content"].get("text", "") for m in shown
                       if m["msg_type"] == "stream")
-    assert "matplotlib_inline" in backend or "inline" in backend
+    assert backend.strip() == "module://matplotlib_inline.backend_inline"  # ipykernel's
 
 
-def test_an_interrupt_reaches_the_kernel(server, tmp_path):
-    kernel = Kernel(tmp_path)
-    try:
-        kernel.client.execute("import time; time.sleep(120)")
-        time.sleep(1)
-        kernel.manager.interrupt_kernel()
-        reply = kernel.client.get_shell_msg(timeout=30)
-        assert reply["content"]["status"] == "error"
-        assert reply["content"]["ename"] == "KeyboardInterrupt"
-        assert kernel.value("1 + 1") == 2, "the kernel survives an interrupt"
-    finally:
-        kernel.shutdown()
+def test_an_interrupt_reaches_the_kernel(kernel):
+    msg_id = kernel.client.execute("import time; print('sleeping', flush=True); "
+                                   "time.sleep(120)")
+    kernel.wait_for_output(msg_id, "sleeping")
+    kernel.manager.interrupt_kernel()
+    reply = kernel.reply_to(msg_id)
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "KeyboardInterrupt"
+    assert kernel.value("1 + 1") == 2, "the kernel survives an interrupt"
 
 
-def test_a_kernel_dies_with_its_killed_launcher(server, tmp_path):
-    kernel = Kernel(tmp_path)
+def test_a_kernel_dies_with_its_killed_launcher(kernel):
     pid = kernel.value("__import__('os').getpid()")
     launcher = kernel.manager.provisioner.process
     kernel.client.stop_channels()
@@ -223,62 +283,105 @@ def test_a_kernel_dies_with_its_killed_launcher(server, tmp_path):
     assert wait_until_dead(pid), "the server kills a kernel whose launcher died"
 
 
-def test_shutdown_reports_the_kernels_exit_through_the_launcher(server, tmp_path):
-    kernel = Kernel(tmp_path)
+def test_shutdown_reports_the_kernels_exit_through_the_launcher(kernel):
     pid = kernel.value("__import__('os').getpid()")
     kernel.shutdown()  # a shutdown_request, as nbclient sends
     assert not kernel.manager.is_alive()
     assert wait_until_dead(pid)
 
 
-def test_nothing_outlives_the_server(tmp_path):
-    server = fork_kernels.ForkServer()
-    spec_dir = tmp_path / "kernels" / "python3"
-    spec_dir.mkdir(parents=True)
-    (spec_dir / "kernel.json").write_text(json.dumps(
-        {"argv": fork_kernels.launcher_argv(server.socket_path),
-         "display_name": "Python 3", "language": "python"}))
-    saved = os.environ.get("JUPYTER_PATH")
-    os.environ["JUPYTER_PATH"] = str(tmp_path)
+def test_a_launcher_whose_server_is_gone_runs_a_plain_kernel(temp, tmp_path, monkeypatch):
+    """The fallback: a kernelspec still points at a server that has exited (the
+    socket is gone), as a notebook re-run after its build would find it."""
+    gone = temp / "gone" / "server.sock"
+    install_kernelspec(tmp_path / "jupyter", fork_kernels.launcher_argv(str(gone)),
+                       monkeypatch)
+    kernel = Kernel(tmp_path)
     try:
-        kernel = Kernel(tmp_path)
-        pid = kernel.value("__import__('os').getpid()")
-        server.stop()
-        assert wait_until_dead(server.process.pid)
-        assert wait_until_dead(pid), "stopping the server kills its kernels"
-        assert not Path(server.socket_path).exists()
-        kernel.client.stop_channels()
-        kernel.manager.cleanup_resources()
+        launcher = kernel.manager.provisioner.process
+        # The launcher exec'd the plain kernel in its own process.
+        assert kernel.value("__import__('os').getpid()") == launcher.pid
+        assert kernel.value("__import__('sys').argv[0]").endswith("page_kernel.py")
+        assert kernel.value("'torch' in __import__('sys').modules") is False
+        assert kernel.run("import torch; print(torch.ones(2).sum().item())") == {
+            "stdout": "2.0\n", "error": None}
     finally:
-        if saved is None:
-            del os.environ["JUPYTER_PATH"]
-        else:
-            os.environ["JUPYTER_PATH"] = saved
+        kernel.shutdown()
 
 
-@pytest.mark.parametrize("delay", ["0", "8"])  # while importing torch, and after
-def test_the_server_exits_when_the_build_dies(tmp_path, delay):
-    """A build killed outright (no atexit, no build-finished) takes the server along."""
-    script = textwrap.dedent("""
-        import time
-        from autograd_docs import kernels as fork_kernels
-        server = fork_kernels.ForkServer()
-        print(server.process.pid, server.socket_path, flush=True)
-        time.sleep(600)
-    """)
-    build = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
-                             text=True)
-    server_pid, socket_path = build.stdout.readline().split()
-    time.sleep(float(delay))
+def test_nothing_outlives_the_server(tmp_path, monkeypatch):
+    server = fork_kernels.ForkServer(BUILD_ENVIRONMENT)
+    install_kernelspec(tmp_path, fork_kernels.launcher_argv(server.socket_path), monkeypatch)
+    kernel = Kernel(tmp_path)
+    pid = kernel.value("__import__('os').getpid()")
+    server.stop()
+    assert wait_until_dead(server.process.pid)
+    assert wait_until_dead(pid), "stopping the server kills its kernels"
+    assert not Path(server.folder).exists()
+    kernel.client.stop_channels()
+    kernel.manager.cleanup_resources()
+
+
+BUILD = f"""
+import sys, time
+from autograd_docs import kernels as fork_kernels
+
+from autograd_docs.kernels.environment import kernel_environment
+server = fork_kernels.ForkServer(kernel_environment(__import__("pathlib").Path({str(ROOT)!r})))
+print(server.process.pid, server.folder, flush=True)
+if sys.argv[1] != "starting":
+    server.wait_until(sys.argv[1])
+print("at", sys.argv[1], flush=True)
+time.sleep(600)
+"""
+
+
+def start_build(moment: str, temp: Path) -> tuple[subprocess.Popen, int, Path]:
+    """A stand-in for sphinx-build that starts a fork server, and waits until the
+    server is at ``moment``: ``starting`` (Python starting), ``importing`` (torch
+    and the rest) or ``ready``."""
+    build = subprocess.Popen(
+        [sys.executable, "-c", BUILD, moment, json.dumps(BUILD_ENVIRONMENT)],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(temp)})
+    server_pid, folder = build.stdout.readline().split()
+    assert build.stdout.readline().strip() == f"at {moment}"
+    return build, int(server_pid), Path(folder)
+
+
+@pytest.mark.parametrize("moment", ["starting", "importing", "ready"])
+def test_the_server_exits_and_tidies_up_when_the_build_dies(temp, moment):
+    """A build killed outright (no atexit, no build-finished), at any moment of
+    its server's life, takes the server along, and the server removes the build's
+    folder."""
+    build, server_pid, folder = start_build(moment, temp)
     build.kill()
     build.wait()
-    assert wait_until_dead(int(server_pid), timeout=60)
-    assert not Path(socket_path).parent.exists(), "the server tidied the build's folder"
+    assert wait_until_dead(server_pid, timeout=60)
+    assert not folder.exists(), f"the server left the build's folder: {list(folder.iterdir())}"
 
 
-def test_the_env_switch_turns_the_fast_path_off(monkeypatch):
-    monkeypatch.setenv(fork_kernels.ENV_SWITCH, "0")
-    assert fork_kernels.unavailable_reason() == f"{fork_kernels.ENV_SWITCH}=0"
+def test_the_next_build_removes_only_folders_nothing_holds(temp):
+    """Where no one could tidy up (the build and its server both killed outright),
+    the next build removes the folder; a live build's folder, and a folder without
+    a lock, it leaves alone."""
+    live, live_server, live_folder = start_build("importing", temp)
+    dead, dead_server, dead_folder = start_build("importing", temp)
+    os.kill(dead_server, signal.SIGKILL)
+    dead.kill()
+    dead.wait()
+    assert wait_until_dead(dead_server)
+    assert dead_folder.exists(), "nothing alive was left to remove it"
+    unlocked = temp / (fork_kernels.FOLDER_PREFIX + "older-build")
+    unlocked.mkdir()
+    (unlocked / "server.sock").touch()
+    try:
+        assert fork_kernels.remove_stale_folders(str(temp)) == [dead_folder]
+        assert live_folder.exists() and unlocked.exists()
+    finally:
+        live.kill()
+        live.wait()
+    assert wait_until_dead(live_server, timeout=60)
+    assert not live_folder.exists()
 
 
 SITE_CONF = f"""
@@ -327,6 +430,7 @@ def build_site(tmp_path: Path, **env) -> tuple[str, list[str]]:
     return result.stdout + result.stderr, pages
 
 
+@pytest.mark.build
 def test_a_parallel_build_shares_one_server_and_leaves_nothing_behind(tmp_path):
     log, pages = build_site(tmp_path)
     parents = {page.split("ppid ")[1].split()[0] for page in pages}
@@ -345,6 +449,7 @@ def test_a_parallel_build_shares_one_server_and_leaves_nothing_behind(tmp_path):
     assert wait_until_dead(server_pid), "the server is gone when the build ends"
 
 
+@pytest.mark.build
 def test_the_fallback_says_so_once_and_runs_plain_kernels(tmp_path):
     log, pages = build_site(tmp_path, **{fork_kernels.ENV_SWITCH: "0"})
     assert log.count("fork server off") == 1, log

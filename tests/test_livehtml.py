@@ -48,7 +48,7 @@ def wait_for(condition, what: str, deadline: float, log: Path, server):
         if server.poll() is not None:
             pytest.fail(f"the server exited while waiting for {what}; its log:\n"
                         f"{log.read_text()}")
-        time.sleep(1)
+        time.sleep(0.25)
     pytest.fail(f"timed out waiting for {what}; server log:\n{log.read_text()}")
 
 

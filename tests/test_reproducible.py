@@ -1,17 +1,27 @@
 """Two clean builds of one commit write the same bytes: pages, notebooks, figures.
 
-The second build runs in another folder at another time, as a second clone
-would; the first is the shared ``built_copy``. Any file that differs is listed,
-and so is any cell whose output differs, with its page and line.
+On the small copy of the site: the second build runs in another folder at another
+time, as a second clone would; the first is the shared ``built_copy``. Any file
+that differs is listed, and so is any cell whose output differs, with its page
+and line.
 
-The real site's pages are checked the cheaper way: every notebook the last
-``make html`` executed runs once more, and each cell must print the same.
+On the real site: ``make html`` (which ``make test`` runs first) is compared with
+a second clean build of the same sources into a scratch folder, executing every
+page again through the build's own machinery (strict flags, fork server,
+kernelspec, the execution cache, empty). Each cell must print the same, and
+every file of the site must be the same bytes, except what is tagged
+``measured``: the build machine's timings, which differ from run to run on
+purpose (the reverse-mode page's plot, the execution table).
 """
 
+from __future__ import annotations
+
 import filecmp
+import json
 import os
+import re
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -28,6 +38,8 @@ pytestmark = pytest.mark.build
 
 # The site a reader gets (html) and the executed notebooks behind it.
 OUTPUTS = ("html", "jupyter_execute")
+# The Makefile's SPHINXOPTS.
+STRICT = ["-n", "-W", "--keep-going", "-j", "auto"]
 
 
 def files_under(folder):
@@ -69,40 +81,145 @@ def test_the_comparison_covers_figures_and_notebooks(built_copy):
     assert (built_copy / "_build" / "jupyter_execute" / "figure-page.ipynb").is_file()
 
 
-EXECUTED = ROOT / "_build" / "jupyter_execute"
-EXECUTE_AGAIN = """
-import sys, nbformat, nbclient
-notebook = nbformat.read(sys.argv[1], as_version=4)
-nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3",
-                        resources={"metadata": {"path": sys.argv[2]}}).execute()
-nbformat.write(notebook, sys.argv[3])
-"""
+# -- the real site -----------------------------------------------------------------
+
+BUILT = ROOT / "_build"
+# One worker (pytest -n 2 --dist loadgroup) builds the real site again, for all of these.
+real_site = pytest.mark.xdist_group("real-site-again")
 
 
-@pytest.mark.skipif(not EXECUTED.is_dir(), reason="needs `make html` first (make test runs it)")
-def test_every_page_prints_the_same_when_executed_again(fresh_folder):
+@pytest.fixture(scope="session")  # kept by its worker even if other tests run between
+def built_again(workspace) -> Path:
+    """The real site built once more, clean, as ``make html`` builds it but with
+    an empty execution cache of its own: every page executes again."""
+    if not (BUILT / "html" / "index.html").is_file():
+        pytest.fail("needs the site `make html` builds (`make test` runs it first)",
+                    pytrace=False)
+    again = workspace / "real-site-again"
+    result = subprocess.run(
+        [PYTHON, "-m", "sphinx", "-c", ".", *STRICT,
+         "-D", f"nb_execution_cache_path={again / '.jupyter_cache'}",
+         "-b", "html", "-d", str(again / "doctrees"), "docs", str(again / "html")],
+        cwd=ROOT, capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"},
+    )
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log
+    assert "fork server off" not in log, "the second build ran without the fork server"
+    assert "Executed notebook in" in log and "Using cached notebook" not in log, (
+        "the second build did not execute the pages again")
+    return again
+
+
+@real_site
+def test_every_page_prints_the_same_when_executed_again(built_again):
     """Catches a page whose output depends on an unseeded random draw."""
-    again = fresh_folder / "jupyter_execute"
-    notebooks = sorted(EXECUTED.rglob("*.ipynb"))
-    env = {**os.environ,
-           "JUPYTER_PATH": str(ROOT / "_build" / "doctrees" / "jupyter"),
-           "PYTHONPATH": os.pathsep.join(filter(None, [
-               str(ROOT / "snippets"), os.environ.get("PYTHONPATH")]))}
-
-    def execute(notebook):
-        name = notebook.relative_to(EXECUTED)
-        (again / name).parent.mkdir(parents=True, exist_ok=True)
-        result = subprocess.run(
-            [PYTHON, "-c", EXECUTE_AGAIN, str(notebook),
-             str((ROOT / "docs" / name).parent), str(again / name)],
-            capture_output=True, text=True, env=env, timeout=600,
-        )
-        assert result.returncode == 0, f"docs/{name.with_suffix('.md')}: {result.stderr}"
-
-    assert notebooks, "make html executed no page"
-    assert any(outputs != "[]" for outputs in executed_outputs(EXECUTED).values()), (
-        "the notebooks make html wrote hold no outputs")
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        list(pool.map(execute, notebooks))
-    differences = outputs_that_differ(EXECUTED, again)
+    first, second = BUILT / "jupyter_execute", built_again / "jupyter_execute"
+    again = {name for name in files_under(second) if name.suffix == ".ipynb"}
+    assert again and again <= files_under(first), "make html executed other pages"
+    assert any(outputs != "[]" for outputs in executed_outputs(second).values()), (
+        "the notebooks the second build wrote hold no outputs")
+    # Pages of the sources only: a long-lived _build keeps notebooks of pages since
+    # deleted or renamed.
+    pages = {f"docs/{name.with_suffix('.md')}" for name in again}
+    before = {key: value for key, value in executed_outputs(first).items() if key[0] in pages}
+    after = executed_outputs(second)
+    differences = [f"{page}:{line}: this cell printed something different when executed "
+                   "again: seed the randomness it uses (torch.manual_seed(0) in the page's "
+                   "first cell) or print something that does not vary"
+                   for page, line in sorted(set(before) | set(after))
+                   if before.get((page, line)) != after.get((page, line))]
     assert differences == [], "\n".join(differences)
+
+
+# A block the page marks as measured: a cell tagged ``measured`` (myst-nb writes
+# the tag as the class tag_measured) or a directive given the class ``measured``.
+MEASURED = re.compile(r'<div class="(?:[^"]* )?(?:tag_)?measured(?: [^"]*)?"[^>]*>')
+DIV = re.compile(r"<div\b|</div>")
+
+
+def without_measured(html: str) -> tuple[str, set[str]]:
+    """The page with its measured blocks cut out, and the files those blocks use."""
+    kept, used, start = [], set(), 0
+    while match := MEASURED.search(html, start):
+        depth, end = 1, match.end()
+        while depth:
+            tag = DIV.search(html, end)
+            depth += 1 if tag.group() == "<div" else -1
+            end = tag.end()
+        kept.append(html[start:match.start()])
+        used |= set(re.findall(r'(?:src|href)="([^"]+)"', html[match.start():end]))
+        start = end
+    kept.append(html[start:])
+    return "".join(kept), used
+
+
+def notebook_without_measured(text: str) -> str:
+    notebook = json.loads(text)
+    for cell in notebook["cells"]:
+        if "measured" in cell.get("metadata", {}).get("tags", []):
+            cell["outputs"] = []
+    return json.dumps(notebook, sort_keys=True)
+
+
+def search_index(path: Path) -> dict:
+    """searchindex.js without its glossary and index entries ("indexentries").
+
+    Sphinx 9 collects those while it writes pages but pickles its environment
+    before writing, so an incremental ``make html`` keeps only the entries of
+    the pages it rewrote; the rest of the index it keeps whole.
+    """
+    index = json.loads(path.read_text(encoding="utf8").removeprefix(
+        "Search.setIndex(").removesuffix(")"))
+    index.pop("indexentries", None)
+    return index
+
+
+def site_differences(first: Path, second: Path) -> list[str]:
+    """Every file of the second site that the first lacks or holds other bytes
+    in, measured blocks (and the images only they show) aside. Files only in the
+    first are left over from older builds of a long-lived _build (`make clean`)."""
+    measured_files: set[Path] = set()
+    found = []
+    second_files = files_under(second)
+    for name in sorted(second_files):
+        if name.name == ".buildinfo":  # the hash of the options, and the test's differ
+            continue
+        a, b = first / name, second / name
+        if name.suffix == ".html":
+            (mine, mine_uses), (theirs, their_uses) = (
+                without_measured(path.read_text(encoding="utf8")) if path.is_file()
+                else ("", set()) for path in (a, b))
+            measured_files |= {(b.parent / use).resolve().relative_to(second.resolve())
+                               for use in mine_uses | their_uses
+                               if not re.match(r"[a-z]+:|#", use)}
+            same = a.is_file() and mine == theirs
+        elif name.name == "searchindex.js":
+            same = a.is_file() and search_index(a) == search_index(b)
+        elif name.suffix == ".ipynb":
+            same = a.is_file() and notebook_without_measured(a.read_text("utf8")) == (
+                notebook_without_measured(b.read_text("utf8")))
+        else:
+            same = a.is_file() and filecmp.cmp(a, b, shallow=False)
+        if not same:
+            found.append(f"{'differs' if a.is_file() else 'missing from _build/html'}: {name}")
+    return [line for line in found if Path(line.split(": ", 1)[1]) not in measured_files]
+
+
+@real_site
+def test_the_real_site_is_the_same_bytes_when_built_again(built_again):
+    """``make html`` and a second clean build agree on every file but the measured."""
+    differences = site_differences(BUILT / "html", built_again / "html")
+    assert differences == [], "\n".join(differences)
+
+
+def test_the_real_site_comparison_sees_measured_blocks_and_their_figures():
+    """Against the comparison passing vacuously: the measured blocks it leaves out
+    exist, and leaving them out keeps the rest of the page."""
+    page = (BUILT / "html" / "explanation" / "reverse-mode-is-a-chain-of-vjps.html")
+    text = page.read_text(encoding="utf8")
+    kept, used = without_measured(text)
+    assert any(use.endswith(".png") for use in used), "the timing plot is not measured"
+    assert "jacfwd" in kept and len(kept) > len(text) / 2
+    table = BUILT / "html" / "reference" / "how-this-site-is-built.html"
+    kept, _ = without_measured(table.read_text(encoding="utf8"))
+    assert "Run Time" not in kept, "the execution table is not measured"

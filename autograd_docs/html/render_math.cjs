@@ -24,8 +24,8 @@ const tex = new TeX({
 });
 // fontCache "local": each SVG carries the glyphs it uses once (a matrix of zeros
 // holds one zero), so equations stay independent of each other and of the page.
-// Their ids count up through one run, so every equation rendered together (all
-// of a page's) has ids of its own.
+// Each carries the number it is given ("id", its place on its page) in its glyph
+// ids, so ids are unique on a page and do not depend on what else was rendered.
 const svg = new SVG({ fontCache: "local" });
 const doc = mathjax.document("", { InputJax: tex, OutputJax: svg });
 
@@ -33,8 +33,9 @@ let input = "";
 process.stdin.setEncoding("utf8");
 process.stdin.on("data", (chunk) => { input += chunk; });
 process.stdin.on("end", () => {
-  const html = JSON.parse(input).map(({ tex: source, display }) => {
+  const html = JSON.parse(input).map(({ tex: source, display, id }) => {
     try {
+      svg.options.localID = id ?? null;  // null: MathJax counts up itself
       const node = doc.convert(source, { display, em: 16, ex: 8, containerWidth: 1280 });
       return adaptor.outerHTML(node);
     } catch (err) {

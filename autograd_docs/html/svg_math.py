@@ -67,9 +67,16 @@ def node_executable() -> str:
     return node
 
 
-def render(equations: list[tuple[str, bool]], cwd: Path) -> tuple[str, list]:
-    """MathJax's stylesheet and one SVG (or ``{"error": ...}``) per equation."""
-    payload = json.dumps([{"tex": tex, "display": display} for tex, display in equations])
+def render(equations: list[tuple], cwd: Path) -> tuple[str, list]:
+    """MathJax's stylesheet and one SVG (or ``{"error": ...}``) per equation.
+
+    Each equation is ``(tex, display)`` or ``(tex, display, number)``: the number
+    goes into its SVG's glyph ids (``MJX-<number>-…``), so that they are unique on
+    its page and the same whichever other pages a build renders, in any order.
+    """
+    payload = json.dumps([{"tex": tex, "display": display, "id": number}
+                          for tex, display, number, *_ in (
+                              (*equation, None) for equation in equations)])
     result = subprocess.run(
         [node_executable(), str(RENDERER)], input=payload, capture_output=True,
         text=True, cwd=cwd, check=False,
@@ -99,11 +106,14 @@ def _render_written_pages(app: Sphinx, exception: Exception | None) -> None:
         return
     # One equation per occurrence, not per distinct TeX: each SVG's glyph ids must
     # be unique on its page.
-    found = [(path, html.unescape(tex), kind == "display")
-             for path, text in pages.items() for kind, tex in PLACEHOLDER.findall(text)]
+    # Numbered from 1 on each page: an incremental build, which renders only the
+    # pages it wrote, then writes the ids a clean build writes.
+    found = [(path, html.unescape(tex), kind == "display", number)
+             for path, text in pages.items()
+             for number, (kind, tex) in enumerate(PLACEHOLDER.findall(text), start=1)]
     # The sample equation keeps the stylesheet complete even when no page has math.
-    css, rendered = render([(tex, display) for _, tex, display in found] + [("x", False)],
-                           Path(app.confdir))
+    css, rendered = render([(tex, display, number) for _, tex, display, number in found]
+                           + [("x", False)], Path(app.confdir))
     outputs = iter(rendered)
     for path, text in pages.items():
         def substitute(match: re.Match, path=path) -> str:

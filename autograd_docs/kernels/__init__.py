@@ -12,7 +12,10 @@ notebooks name the kernel readers have.
 
 The server is stopped when the build finishes, and at interpreter exit if the
 build fails or is interrupted; it also exits on its own when the build process
-dies. Parallel readers (``-j``) are forked after it starts and share it.
+dies, removing the build's folder (its socket) as it goes. Should both die at
+once (SIGKILL to both, a machine that loses power), the folder stays; the next
+build removes it, once its lock proves that nothing holds it any more. Parallel
+readers (``-j``) are forked after the server starts and share it.
 
 Set ``AUTOGRAD_DOCS_FORK_SERVER=0`` to run plain kernels. Where fork is not
 available (not Linux), the build says so once and runs plain kernels.
@@ -21,13 +24,17 @@ available (not Linux), the build says so once and runs plain kernels.
 from __future__ import annotations
 
 import atexit
+import contextlib
+import fcntl
 import json
 import os
+import select
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from sphinx.application import Sphinx
@@ -40,6 +47,8 @@ logger = logging.getLogger(__name__)
 
 HERE = Path(__file__).parent
 ENV_SWITCH = "AUTOGRAD_DOCS_FORK_SERVER"
+FOLDER_PREFIX = "autograd-docs-kernels-"  # in the temp folder, one per build
+LOCK = "build.lock"  # locked (flock) for as long as the build or its server lives
 
 
 def unavailable_reason() -> str | None:
@@ -53,24 +62,66 @@ def unavailable_reason() -> str | None:
     return None
 
 
+def _locked_lock_file(folder: str) -> int:
+    """Create ``folder``'s lock file, already locked: it is written under another
+    name and renamed, so no one ever finds it unlocked while this process lives."""
+    draft = os.path.join(folder, LOCK + ".new")
+    fd = os.open(draft, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.rename(draft, os.path.join(folder, LOCK))
+    return fd
+
+
+def remove_stale_folders(temp: str | None = None) -> list[Path]:
+    """Remove the folders of builds that are over, and only those: the ones whose
+    lock nothing holds. The lock is held by the build, its parallel readers and
+    its fork server, and released by the kernel the moment the last of them
+    exits, however it exits. A folder without a lock (a build that is only now
+    creating it, or an older build's) proves nothing and is left alone; so is
+    any folder that is not ours. Age is never a reason.
+    """
+    removed = []
+    for folder in Path(temp or tempfile.gettempdir()).glob(FOLDER_PREFIX + "*"):
+        try:
+            if folder.is_symlink() or folder.lstat().st_uid != os.getuid():
+                continue
+            fd = os.open(folder / LOCK, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue  # held: a live build's folder
+        shutil.rmtree(folder, ignore_errors=True)  # still holding it, so no one else acts
+        os.close(fd)
+        removed.append(folder)
+    return removed
+
+
 class ForkServer:
     """The server process, owned by the process that started it."""
 
     def __init__(self, environment: dict[str, str] | None = None) -> None:
-        self.folder = tempfile.mkdtemp(prefix="autograd-docs-kernels-")
+        remove_stale_folders()
+        self.folder = tempfile.mkdtemp(prefix=FOLDER_PREFIX)
         self.socket_path = os.path.join(self.folder, "server.sock")
         self.owner = os.getpid()
+        self.lock = _locked_lock_file(self.folder)
+        self.states: list[str] = []  # what the server has reported, in order
+        self._status_buffer = b""
         # Listen here, before the server has even started Python: a launcher
         # that connects while the server still imports torch waits in the
         # backlog instead of finding no socket.
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(self.socket_path)
         listener.listen(64)
+        self._status, status_w = os.pipe()
         try:
             self.process = subprocess.Popen(
                 [sys.executable, str(HERE / "server.py"), self.socket_path,
-                 str(listener.fileno()), str(os.getpid())],
-                pass_fds=[listener.fileno()],
+                 str(listener.fileno()), str(os.getpid()), str(status_w), str(self.lock)],
+                pass_fds=[listener.fileno(), status_w, self.lock],
                 stdin=subprocess.PIPE,  # closes when this process dies: the server exits
                 stdout=subprocess.DEVNULL,
                 start_new_session=True,  # Ctrl-C reaches the build, which stops us
@@ -78,6 +129,30 @@ class ForkServer:
             )
         finally:
             listener.close()
+            os.close(status_w)
+
+    def wait_until(self, state: str, timeout: float = 300) -> None:
+        """Block until the server has reported ``state``: ``"importing"`` (it
+        watches its parent) or ``"ready"`` (its imports are done).
+
+        The build never waits (a launcher that connects early waits in the
+        socket's backlog); tests do, instead of guessing how long imports take.
+        """
+        deadline = time.monotonic() + timeout
+        while state not in self.states:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"the fork server did not report {state!r} in "
+                                   f"{timeout} s (it reported {self.states})")
+            if not select.select([self._status], [], [], remaining)[0]:
+                continue
+            data = os.read(self._status, 4096)
+            if not data:
+                raise RuntimeError(f"the fork server exited ({self.process.poll()}) "
+                                   f"before it reported {state!r}")
+            self._status_buffer += data
+            *lines, self._status_buffer = self._status_buffer.split(b"\n")
+            self.states += [line.decode() for line in lines]
 
     def stop(self) -> None:
         if os.getpid() != self.owner:
@@ -91,6 +166,11 @@ class ForkServer:
                 self.process.wait()
         self.process.stdin.close()
         shutil.rmtree(self.folder, ignore_errors=True)  # the server removes it first
+        # Last, the lock: the folder is gone before anyone may take it.
+        for fd in (self._status, self.lock):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._status = self.lock = -1  # a second stop closes nothing
 
 
 _server: ForkServer | None = None

@@ -1,7 +1,10 @@
 """Fork a fresh page kernel per request, from a process that imported torch once.
 
-Usage: ``python fork_server.py SOCKET LISTENER_FD PARENT_PID`` (started by
-``fork_kernels``, which binds SOCKET and passes it listening as LISTENER_FD).
+Usage: ``python fork_server.py SOCKET LISTENER_FD PARENT_PID STATUS_FD LOCK_FD``
+(started by ``fork_kernels``, which binds SOCKET and passes it listening as
+LISTENER_FD, the write end of a pipe as STATUS_FD, and the build's lock on its
+folder as LOCK_FD). On STATUS_FD the server writes ``importing`` once it watches
+its parent, then ``ready`` once its imports are done, and closes it.
 
 A plain page kernel spends about a second starting ipykernel and nearly two
 importing torch, before running a page whose own code takes a fraction of that.
@@ -12,20 +15,23 @@ that page's kernel: a separate process, so nothing one page does reaches the
 next, which starts from the server's untouched, just-imported state.
 
 The child takes the launcher's stdin, stdout and stderr (passed over the socket),
-working folder, environment and arguments, resets what it inherited from the
-server (signal handlers, the server's sockets, numpy's global random state),
-and runs ``page_kernel.main()`` exactly as a plain kernel would.
+working folder, environment and arguments, undoes what it inherited from the
+server (``RESETS``, one entry per thing), and runs ``page_kernel.main()``
+exactly as a plain kernel would.
 
-The server exits, killing every kernel it forked, when it gets SIGTERM or SIGINT,
-when its parent (the Sphinx build) exits, or when its stdin closes.
+The server exits when it gets SIGTERM or SIGINT, when its parent (the Sphinx
+build) exits, or when its stdin closes, and always the same way (``shutdown``):
+signals blocked, every kernel it forked killed, the build's folder removed.
 """
 
 import atexit
+import contextlib
 import ctypes
 import gc
 import json
 import os
 import selectors
+import shutil
 import signal
 import socket
 import struct
@@ -84,8 +90,9 @@ def _recv_exactly(conn: socket.socket, size: int) -> bytes:
 
 
 class Server:
-    def __init__(self, socket_path: str, listener_fd: int):
+    def __init__(self, socket_path: str, listener_fd: int, lock_fd: int):
         self.socket_path = socket_path
+        self.lock_fd = lock_fd  # held, not used: the build's folder is in use
         self.server_pid = os.getpid()
         self.selector = selectors.DefaultSelector()
         self.listener = socket.socket(fileno=listener_fd)  # bound by the build
@@ -93,6 +100,7 @@ class Server:
         os.set_blocking(self.wake_r, False)
         os.set_blocking(self.wake_w, False)
         self.kernels: dict[int, socket.socket] = {}  # kernel pid -> its launcher
+        self.shutting_down = False
 
     # -- the server process ---------------------------------------------------
 
@@ -182,7 +190,7 @@ class Server:
 
     def _parent_input(self, _fd) -> None:
         if not os.read(0, 512):
-            sys.exit(0)  # the build closed our stdin: it is over
+            self.shutdown()  # the build closed our stdin: it is over
 
     @staticmethod
     def _kill(pid: int) -> None:
@@ -194,20 +202,41 @@ class Server:
             except OSError:
                 continue
 
-    def close(self) -> None:
-        """Kill every kernel still running, reap them, remove the socket."""
-        for pid in list(self.kernels):
-            self._kill(pid)
-        for pid in list(self.kernels):
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
-        try:  # the build may be gone: tidy its folder for it
-            os.unlink(self.socket_path)
-            os.rmdir(os.path.dirname(self.socket_path))
-        except OSError:
-            pass
+    def shutdown(self, signum: int | None = None, _frame=None, code: int = 0) -> None:
+        """The server's one way out: kill and reap every kernel, remove the
+        build's folder, exit. Never returns.
+
+        It is the SIGTERM and SIGINT handler too, and once started it ignores
+        both: the build's death closes our stdin and then sends PDEATHSIG, so the
+        signal arrives while shutdown runs for the closed stdin, and a SystemExit
+        raised between removing the socket and removing the folder left the
+        folder behind (it did: test_the_server_exits_when_the_build_dies). Ignored,
+        not blocked: blocking is per thread, and numpy's and torch's threads would
+        still take the signal for the process. Nor does it rely on an exception
+        reaching the top: one raised by a signal handler inside a finalizer is
+        printed and dropped (torch's ``_del_library`` dropped one during imports).
+        """
+        if os.getpid() != self.server_pid:  # a kernel, signalled before its resets ran
+            signal.signal(signum or signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signum or signal.SIGTERM)
+            os._exit(1)
+        for signum_ in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum_, signal.SIG_IGN)
+        if self.shutting_down:  # a signal that was already on its way
+            return
+        self.shutting_down = True
+        try:
+            for pid in list(self.kernels):
+                self._kill(pid)
+            for pid in list(self.kernels):
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, 0)
+            # The build may be gone: tidy its folder (socket and lock) for it.
+            shutil.rmtree(os.path.dirname(self.socket_path), ignore_errors=True)
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
 
     # -- the forked child -----------------------------------------------------
 
@@ -216,19 +245,6 @@ class Server:
         try:
             die_with_parent(signal.SIGKILL, self.server_pid)
             os.setpgid(0, 0)
-            # Undo what the server set up: signals, its sockets and pipes.
-            signal.set_wakeup_fd(-1)
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            atexit.unregister(self.close)
-            self.selector.close()
-            self.listener.close()
-            for launcher in self.kernels.values():
-                launcher.close()
-            conn.close()
-            os.close(self.wake_r)
-            os.close(self.wake_w)
             # Become the launcher's kernel: its stdio, folder, environment, argv.
             for target, fd in enumerate(fds):
                 os.dup2(fd, target)
@@ -238,17 +254,9 @@ class Server:
             os.environ.clear()
             os.environ.update(request["env"])
             sys.argv = list(request["argv"])
-            # torch and numpy seed their global generators from the OS at
-            # import, so every fork would share the server's seed; a fresh
-            # process gets a fresh one. (Python's random reseeds itself at fork.)
-            sys.modules["torch"].default_generator.seed()
-            sys.modules["numpy"].random.seed()
-            # ipykernel reads JPY_PARENT_PID when it is imported, which here was
-            # before the launcher's environment arrived; without it the kernel
-            # prints a console banner into the build log.
-            from ipykernel.kernelapp import IPKernelApp
-
-            IPKernelApp.instance(parent_handle=int(os.environ.get("JPY_PARENT_PID") or 0))
+            # Then undo what the server was, and what forking from it shares.
+            for reset in RESETS.values():
+                reset(self, conn)
             import page_kernel
 
             page_kernel.main()
@@ -266,18 +274,85 @@ class Server:
                 os._exit(code)
 
 
+# -- what a forked kernel undoes -------------------------------------------------
+# A kernel forked from the server starts as a copy of it. Each entry undoes one
+# thing a plain kernel, started from cold, would not have; they run in this order,
+# in the child, after it has taken the launcher's stdio, folder and environment.
+# Add an entry here when the server sets up, or preloads, something new.
+
+
+def _reset_signals(server: Server, conn: socket.socket) -> None:
+    """The server's handlers (shutdown, SIGCHLD) and wakeup fd: Python's defaults.
+
+    Runs first: until it has, a SIGTERM would run the server's shutdown here
+    (which then exits at once, as it is not the server).
+    """
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _close_server_files(server: Server, conn: socket.socket) -> None:
+    """The listener, the selector, every launcher's socket, the wake pipe and the
+    build's lock: a kernel holding the lock would keep the folder 'in use'."""
+    server.selector.close()
+    server.listener.close()
+    for launcher in server.kernels.values():
+        launcher.close()
+    conn.close()
+    os.close(server.wake_r)
+    os.close(server.wake_w)
+    os.close(server.lock_fd)
+
+
+def _reseed_random_generators(server: Server, conn: socket.socket) -> None:
+    """torch and numpy seed their global generators from the OS at import, so
+    every fork would share the server's seed; a fresh process gets a fresh one.
+    (Python's random reseeds itself at fork.)"""
+    sys.modules["torch"].default_generator.seed()
+    sys.modules["numpy"].random.seed()
+
+
+def _tell_ipykernel_its_parent(server: Server, conn: socket.socket) -> None:
+    """ipykernel reads JPY_PARENT_PID when it is imported, which here was before
+    the launcher's environment arrived; without it the kernel prints a console
+    banner into the build log."""
+    from ipykernel.kernelapp import IPKernelApp
+
+    IPKernelApp.instance(parent_handle=int(os.environ.get("JPY_PARENT_PID") or 0))
+
+
+RESETS = {
+    "signal handlers": _reset_signals,
+    "server's files": _close_server_files,
+    "random seeds": _reseed_random_generators,
+    "ipykernel's parent": _tell_ipykernel_its_parent,
+}
+
+
+def report(status_fd: int, state: str) -> None:
+    """Tell the build how far the server is; a build that is gone cannot hear it."""
+    with contextlib.suppress(OSError):
+        os.write(status_fd, f"{state}\n".encode())
+
+
 def main() -> None:
-    socket_path, listener_fd, parent_pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    server = Server(socket_path, listener_fd)
-    atexit.register(server.close)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    signal.signal(signal.SIGINT, lambda *_: sys.exit(0))
-    die_with_parent(signal.SIGTERM, parent_pid)
-    preload()
+    socket_path, listener_fd, parent_pid, status_fd, lock_fd = (
+        sys.argv[1], *map(int, sys.argv[2:6]))
+    server = Server(socket_path, listener_fd, lock_fd)
+    signal.signal(signal.SIGTERM, server.shutdown)
+    signal.signal(signal.SIGINT, server.shutdown)
     try:
+        die_with_parent(signal.SIGTERM, parent_pid)
+        report(status_fd, "importing")  # from here on, the build's death stops us
+        preload()
+        report(status_fd, "ready")
+        os.close(status_fd)
         server.serve()
-    finally:
-        server.close()
+    except BaseException:  # a bug, or torch missing: still tidy up
+        traceback.print_exc()
+    server.shutdown(code=1)
 
 
 if __name__ == "__main__":

@@ -1,30 +1,137 @@
-"""Fixtures for the browser tests (they live in browser_support.py).
+"""The built site in a real browser: Debian's Chromium, driven by pytest-playwright.
 
-Without Chromium, on a reader's machine, the browser tests are left out of the
-run and one line at the end says how to enable them. In CI (CI=true) they stay
-in, and fail.
+The site in ``_build/html`` (``make html``; ``make test`` builds it first) is served
+on a loopback port under the path it has when hosted (html_baseurl's path, as
+written into robots.txt), so the 404 page's absolute links are checked too. The
+plugin's ``page`` and ``context`` fixtures open it; ``traffic`` refuses and records
+every request to another origin and every console error: the pages must be
+complete with the network off. A failing test leaves a full-page screenshot of
+each page it had open in ``_build/browser-failures/`` (pytest.ini's options).
+
+Without Chromium the tests are skipped (one line, thanks to -ra); in CI
+(``CI=true``) that is a failure instead, so CI cannot pass without running them.
+``CHROMIUM=/path/to/chrome`` picks another Chromium-family browser.
 """
 
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlparse
 
-from browser_support import base_url, browser, browser_missing, in_ci, open_page  # noqa: F401
+import pytest
 
-HERE = Path(__file__).parent
-_left_out: list = []
+from built_site import DESKTOP, SITE, site_prefix
 
-
-def pytest_collection_modifyitems(config, items):
-    reason = browser_missing()
-    if reason is None or in_ci():
-        return
-    browser_items = [item for item in items if HERE in Path(item.path).parents]
-    if browser_items:
-        _left_out[:] = [reason, len(browser_items)]
-        items[:] = [item for item in items if item not in browser_items]
-        config.hook.pytest_deselected(items=browser_items)
+# Debian's Chromium in a container: no sandbox, no GPU, nothing fetched in the background.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
 
 
-def pytest_terminal_summary(terminalreporter):
-    if _left_out:
-        reason, count = _left_out
-        terminalreporter.write_line(f"SKIPPED {count} {reason}", yellow=True, bold=True)
+def find_chromium() -> str | None:
+    """$CHROMIUM if set (e.g. Chrome on a GitHub runner), else Debian's chromium."""
+    return os.environ.get("CHROMIUM") or shutil.which("chromium")
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    chromium = find_chromium()
+    if chromium is None or not Path(chromium).is_file():
+        missing = ("browser tests: Chromium not found; enable them with "
+                   "`sudo apt-get install chromium` (or CHROMIUM=/path/to/chrome)")
+        if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
+            pytest.fail(f"CI must run the browser tests, but: {missing}", pytrace=False)
+        pytest.skip(missing)
+    return {**browser_type_launch_args, "executable_path": chromium, "args": CHROMIUM_ARGS}
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    return {**browser_context_args, "viewport": DESKTOP, "color_scheme": "light",
+            "service_workers": "block"}
+
+
+class _SiteHandler(http.server.SimpleHTTPRequestHandler):
+    prefix = "/"
+
+    def translate_path(self, path: str) -> str:
+        clean = path.split("?", 1)[0].split("#", 1)[0]
+        if not clean.startswith(self.prefix):
+            return str(SITE / "__outside_the_site__")
+        return super().translate_path("/" + clean[len(self.prefix):])
+
+    def send_error(self, code, message=None, explain=None):
+        """A missing page gets the site's 404.html, as Read the Docs and Pages serve it."""
+        not_found = SITE / "404.html"
+        if code != 404 or not not_found.is_file():
+            return super().send_error(code, message, explain)
+        body = not_found.read_bytes()
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def log_message(self, *args) -> None:  # keep the test log for failures
+        pass
+
+
+@pytest.fixture(scope="session")
+def base_url() -> str:
+    """The built site, served on a port the OS picks; pages open relative to it."""
+    if not (SITE / "index.html").is_file():
+        pytest.fail(f"no built site in {SITE}: run `make html` first (`make test` does)",
+                    pytrace=False)
+    prefix = site_prefix()
+    handler = type("Handler", (_SiteHandler,), {"prefix": prefix})
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(handler, directory=str(SITE))
+    )
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}{prefix}"
+    server.shutdown()
+    server.server_close()
+
+
+@dataclass
+class Traffic:
+    """What the pages of one test's context logged and tried to fetch."""
+
+    console_errors: list[str] = field(default_factory=list)
+    foreign_requests: list[str] = field(default_factory=list)
+
+
+@pytest.fixture
+def traffic(context, base_url) -> Traffic:
+    """Refuse, and record, every request to another origin; record console errors."""
+    seen = Traffic()
+    origin = urlparse(base_url)
+
+    def route(route_):
+        url = urlparse(route_.request.url)
+        if url.scheme in {"data", "blob"} or (url.scheme, url.netloc) == (
+            origin.scheme, origin.netloc
+        ):
+            route_.continue_()
+        else:
+            seen.foreign_requests.append(route_.request.url)
+            route_.abort()
+
+    context.route("**/*", route)
+    context.on("console", lambda msg: msg.type == "error" and seen.console_errors.append(
+        f"{msg.text} ({msg.location.get('url')})"))
+    context.on("weberror", lambda error: seen.console_errors.append(
+        f"uncaught: {error.error}"))
+    return seen

@@ -1,10 +1,16 @@
 """Every page of the built site, as a reader's browser shows it.
 
-Each page is opened in Chromium from a loopback server, with every request to
-another origin refused (see browser_support.py), and must show: no console error, no
-foreign request, every equation rendered (no raw TeX), every code output and
-figure the executed notebook has, no sideways scrolling at a phone's width, and
-no serious or critical accessibility violation (axe-core) in light or dark theme.
+Each page is opened once, in Chromium, from a loopback server with every request
+to another origin refused (conftest.py), and all its checks run on that one load:
+
+* complete and self-contained: no console error, no foreign request, every
+  equation rendered (no raw TeX), every code output and figure the executed
+  notebook has, every image loaded;
+* accessible: no serious or critical axe-core violation in its text, in the light
+  theme and (for the colour rules, all the palette changes) in the dark one; the
+  header and sidebar every page shares are audited once, on the landing page;
+* fits a phone: at 375 px nothing runs past the text column's edge except inside
+  a box of its own that scrolls sideways and takes keyboard focus.
 """
 
 from __future__ import annotations
@@ -13,10 +19,11 @@ import json
 
 import pytest
 
-from browser_support import AXE, ROOT, SITE, site_pages
+from built_site import PHONE, SITE, inject_axe, lay_out_every_section, next_frame, site_pages
+
+pytestmark = [pytest.mark.browser, pytest.mark.build]
 
 PAGES = site_pages()
-PHONE_WIDTH = 375
 
 # TeX that must never reach a reader as text: display/inline delimiters, the
 # writer's placeholders, and the commands every page's equations use.
@@ -32,6 +39,73 @@ PROSE_TEXT = """() => {
       .forEach(el => el.remove());
   return copy.innerText;
 }"""
+
+SHOWN_OUTPUTS = """() => [...document.querySelectorAll('div.cell')]
+  .map(cell => cell.querySelector('.cell_output'))
+  .filter(Boolean)
+  .map(out => ({text: out.innerText.trim().length,
+                images: out.querySelectorAll('img, svg:not(mjx-container svg)').length}))"""
+
+# What reaches past the text column's right edge at a phone's width. A box that
+# scrolls sideways (overflow-x auto or scroll) may hold something wider than
+# itself, as long as the box itself ends inside the column: the reader scrolls
+# that box, never the page. Anything else past the edge makes furo's content
+# box scroll sideways, or is cut off by the screen. Text kept for screen
+# readers only is not drawn, so it cannot stick out.
+PAST_THE_EDGE = """() => {
+  const root = document.documentElement;
+  const article = document.querySelector('article');
+  const edge = Math.min(article.getBoundingClientRect().right, root.clientWidth) + 1;
+  const unseen = 'mjx-assistive-mml, .visually-hidden, .headerlink';
+  const boxed = 'img, svg, mjx-container, table, pre';
+  const scrolls = el => ['auto', 'scroll'].includes(getComputedStyle(el).overflowX);
+  const name = el => el.tagName.toLowerCase() +
+    (typeof el.className === 'string' && el.className ? '.' + el.className : '') + ': ' +
+    (el.textContent || '').trim().slice(0, 40);
+  // How far right a thing is drawn: its box, or for text its glyphs.
+  const right = el => {
+    if (el.matches(boxed) || scrolls(el)) return el.getBoundingClientRect().right;
+    const range = document.createRange();
+    range.selectNodeContents(el);
+    return range.getBoundingClientRect().right;
+  };
+  // The nearest box around el that does not let it overflow: it scrolls (and is
+  // inside the column), or it clips (and the reader never sees the rest).
+  const insideItsOwnScrollingBox = el => {
+    for (let box = el.parentElement; box && box !== article; box = box.parentElement) {
+      const overflow = getComputedStyle(box).overflowX;
+      if (overflow === 'auto' || overflow === 'scroll') return right(box) <= edge;
+      if (overflow === 'hidden' || overflow === 'clip') return false;
+    }
+    return false;
+  };
+  const wide = [...article.querySelectorAll('*')]
+    .filter(el => !el.closest('svg, mjx-container *'))
+    .filter(el => el.matches(boxed) || scrolls(el)
+                  || (el.children.length === 0 && el.textContent.trim()))
+    .filter(el => !el.closest(unseen))
+    .filter(el => right(el) > edge)
+    .filter(el => !insideItsOwnScrollingBox(el))
+    .slice(0, 5).map(name);
+  return {scroll: root.scrollWidth, width: root.clientWidth, wide};
+}"""
+
+AXE_SERIOUS = """async ([context, rules]) => {
+  const options = {resultTypes: ['violations']};
+  if (rules) options.runOnly = {type: 'rule', values: rules};
+  const results = await axe.run(context, options);
+  return results.violations
+    .filter(v => v.impact === 'serious' || v.impact === 'critical')
+    .map(v => `${v.impact}: ${v.id} (${v.help}) at ` +
+              v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '));
+}"""
+# What a palette can break: the dark theme changes colours and nothing else, so
+# it is audited for these only (the light theme runs every rule). Half the time.
+COLOUR_RULES = ["color-contrast", "link-in-text-block"]
+
+UNFOCUSABLE_SCROLLERS = """async () => (await axe.run('article',
+    {runOnly: {type: 'rule', values: ['scrollable-region-focusable']}}))
+    .violations.flatMap(v => v.nodes.map(n => n.target.join(' ')))"""
 
 
 def expected_outputs(page: str) -> list[dict]:
@@ -52,122 +126,97 @@ def expected_outputs(page: str) -> list[dict]:
     return shown
 
 
-def inject_axe(visit) -> None:
-    if not AXE.is_file():
-        pytest.fail(f"{AXE.relative_to(ROOT)} missing: run `npm ci` (`make test` does)",
-                    pytrace=False)
-    visit.page.add_script_tag(path=str(AXE))
+def completeness_problems(page, path: str) -> list[str]:
+    problems = []
+    html = page.content()
+    if "data-math-pending" in html:
+        problems.append("an equation was left unrendered (svg_math placeholder in the page)")
+    unrendered = page.evaluate("""() => [...document.querySelectorAll('.math')]
+        .filter(el => !el.querySelector('mjx-container svg')).map(el => el.textContent)""")
+    if unrendered:
+        problems.append(f"equations without an SVG: {unrendered[:3]}")
+    prose = page.evaluate(PROSE_TEXT)
+    raw = [tex for tex in RAW_TEX if tex in prose]
+    if raw:
+        problems.append(f"raw TeX visible in the text: {raw}")
+
+    # Outputs and figures: as many as the executed notebook holds, each non-empty.
+    expected, shown = expected_outputs(path), page.evaluate(SHOWN_OUTPUTS)
+    if len(shown) != len(expected):
+        problems.append(f"{len(expected)} code outputs in the executed notebook, "
+                        f"{len(shown)} on the page")
+    for index, (want, got) in enumerate(zip(expected, shown)):
+        if got["text"] == 0 and got["images"] == 0:
+            problems.append(f"output {index + 1} is empty on the page")
+        if got["images"] < want["images"]:
+            problems.append(f"output {index + 1}: {want['images']} figure(s) expected, "
+                            f"{got['images']} shown")
+    broken = page.evaluate("""() => [...document.images]
+        .filter(img => !(img.complete && img.naturalWidth > 0)).map(img => img.src)""")
+    if broken:
+        problems.append(f"images that did not load: {broken}")
+    return problems
+
+
+def accessibility_problems(page, context: str) -> list[str]:
+    """Serious axe violations inside ``context`` (a selector): every rule in the
+    light theme, the colour rules in the dark one."""
+    problems = []
+    for theme, rules in [("light", None), ("dark", COLOUR_RULES)]:
+        # As furo's toggle does: the body's data-theme picks the palette.
+        page.evaluate(f"document.body.dataset.theme = '{theme}'")
+        problems += [f"accessibility ({theme} theme): {violation}"
+                     for violation in page.evaluate(AXE_SERIOUS, [context, rules])]
+    return problems
+
+
+def phone_problems(page) -> list[str]:
+    page.set_viewport_size(PHONE)
+    next_frame(page)
+    problems = []
+    overflow = page.evaluate(PAST_THE_EDGE)
+    if overflow["scroll"] > overflow["width"]:
+        problems.append(f"at {PHONE['width']} px the page scrolls sideways: "
+                        f"{overflow['scroll']} px wide in a {overflow['width']} px viewport")
+    if overflow["wide"]:
+        problems.append(f"at {PHONE['width']} px these run past the text column's edge, "
+                        f"outside a box that scrolls: {overflow['wide']}")
+    # More code, outputs and tables scroll on a phone: each must take keyboard focus.
+    unreachable = page.evaluate(UNFOCUSABLE_SCROLLERS)
+    if unreachable:
+        problems.append(f"at {PHONE['width']} px these scroll but take no keyboard focus: "
+                        f"{unreachable[:5]}")
+    return problems
 
 
 def test_the_site_has_pages():
     assert PAGES, f"no pages found in {SITE}: run `make html` first (`make test` does)"
 
 
-@pytest.mark.parametrize("page", PAGES)
-def test_page_is_complete_and_self_contained(open_page, page):
-    visit = open_page(page)
-    p = visit.page
-    name = f"complete-{page}"
-    visit.check(not visit.foreign_requests, name,
-                "requests to another origin (the page must work offline):\n    "
-                + "\n    ".join(visit.foreign_requests))
-    visit.check(not visit.console_errors, name,
-                "console errors:\n    " + "\n    ".join(visit.console_errors))
-
-    # Math: every equation became an SVG, and no raw TeX shows in the prose.
-    html = p.content()
-    visit.check("data-math-pending" not in html, name,
-                "an equation was left unrendered (svg_math placeholder in the page)")
-    unrendered = p.evaluate("""() => [...document.querySelectorAll('.math')]
-        .filter(el => !el.querySelector('mjx-container svg')).map(el => el.textContent)""")
-    visit.check(not unrendered, name, f"equations without an SVG: {unrendered[:3]}")
-    prose = p.evaluate(PROSE_TEXT)
-    raw = [tex for tex in RAW_TEX if tex in prose]
-    visit.check(not raw, name, f"raw TeX visible in the text: {raw}")
-
-    # Outputs and figures: as many as the executed notebook holds, each non-empty.
-    expected = expected_outputs(page)
-    shown = p.evaluate("""() => [...document.querySelectorAll('div.cell')]
-        .map(cell => cell.querySelector('.cell_output'))
-        .filter(Boolean)
-        .map(out => ({text: out.innerText.trim().length,
-                      images: out.querySelectorAll('img, svg:not(mjx-container svg)').length}))""")
-    visit.check(len(shown) == len(expected), name,
-                f"{len(expected)} code outputs in the executed notebook, "
-                f"{len(shown)} on the page")
-    for index, (want, got) in enumerate(zip(expected, shown)):
-        visit.check(got["text"] > 0 or got["images"] > 0, name,
-                    f"output {index + 1} is empty on the page")
-        visit.check(got["images"] >= want["images"], name,
-                    f"output {index + 1}: {want['images']} figure(s) expected, "
-                    f"{got['images']} shown")
-    broken = p.evaluate("""() => [...document.images]
-        .filter(img => !(img.complete && img.naturalWidth > 0)).map(img => img.src)""")
-    visit.check(not broken, name, f"images that did not load: {broken}")
+@pytest.mark.parametrize("path", PAGES)
+def test_page_is_complete_accessible_and_fits_a_phone(page, traffic, path):
+    page.goto(path, wait_until="load")
+    lay_out_every_section(page)
+    inject_axe(page)
+    problems = completeness_problems(page, path)
+    problems += accessibility_problems(page, "article")
+    problems += phone_problems(page)
+    problems += [f"request to another origin (the page must work offline): {url}"
+                 for url in traffic.foreign_requests]
+    problems += [f"console error: {error}" for error in traffic.console_errors]
+    assert not problems, f"{path}:\n  " + "\n  ".join(problems)
 
 
-@pytest.mark.parametrize("page", PAGES)
-def test_page_fits_a_phone(open_page, page):
-    visit = open_page(page, width=PHONE_WIDTH)
-    overflow = visit.page.evaluate("""() => {
-      const root = document.documentElement;
-      // What sticks out past the text column's right edge and is not inside a box
-      // that scrolls (site.js gives those tabindex) or text kept for screen readers
-      // only: furo's content box then scrolls sideways, or the screen cuts it off.
-      const article = document.querySelector('article');
-      const edge = Math.min(article.getBoundingClientRect().right, root.clientWidth) + 1;
-      const hidden = '[tabindex], mjx-assistive-mml, .visually-hidden, .headerlink';
-      const boxed = 'img, svg, mjx-container, table, pre';
-      // How far right a thing is drawn: its box, or for text its glyphs.
-      const right = el => {
-        if (el.matches(boxed)) return el.getBoundingClientRect().right;
-        const range = document.createRange();
-        range.selectNodeContents(el);
-        return range.getBoundingClientRect().right;
-      };
-      const wide = [...article.querySelectorAll('*')]
-        .filter(el => !el.closest('svg, mjx-container *'))
-        .filter(el => el.matches(boxed) || (el.children.length === 0 && el.textContent.trim()))
-        .filter(el => right(el) > edge)
-        .filter(el => !el.closest(hidden))
-        .slice(0, 5).map(el => el.tagName.toLowerCase() + (el.className && el.className.baseVal === undefined
-                                ? '.' + el.className : '') + ': ' + (el.textContent || '').trim().slice(0, 40));
-      return {scroll: root.scrollWidth, width: root.clientWidth, wide};
-    }""")
-    visit.check(overflow["scroll"] <= overflow["width"], f"phone-{page}",
-                f"at {PHONE_WIDTH} px the page scrolls sideways: "
-                f"{overflow['scroll']} px wide in a {overflow['width']} px viewport; "
-                f"too wide: {overflow['wide']}")
-    visit.check(not overflow["wide"], f"phone-{page}",
-                f"at {PHONE_WIDTH} px these run past the text column's edge: "
-                f"{overflow['wide']}")
-    # On a phone more code and outputs scroll sideways: each must take keyboard focus.
-    inject_axe(visit)
-    unreachable = visit.page.evaluate("""async () => (await axe.run(document,
-        {runOnly: {type: 'rule', values: ['scrollable-region-focusable']}}))
-        .violations.flatMap(v => v.nodes.map(n => n.target.join(' ')))""")
-    visit.check(not unreachable, f"phone-{page}",
-                f"at {PHONE_WIDTH} px these scroll but take no keyboard focus: {unreachable[:5]}")
-
-
-AXE_SERIOUS = """async () => {
-  const results = await axe.run(document, {resultTypes: ['violations']});
-  return results.violations
-    .filter(v => v.impact === 'serious' || v.impact === 'critical')
-    .map(v => `${v.impact}: ${v.id} (${v.help}) at ` +
-              v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '));
-}"""
-
-
-@pytest.mark.parametrize("page", PAGES)
-def test_page_is_accessible_in_light_and_dark(open_page, page):
-    visit = open_page(page)
-    inject_axe(visit)
-    for theme in ["light", "dark"]:
-        # As furo's toggle does: the body's data-theme picks the palette.
-        visit.page.evaluate(f"document.body.dataset.theme = '{theme}'")
-        visit.page.wait_for_timeout(50)
-        violations = visit.page.evaluate(AXE_SERIOUS)
-        visit.check(not violations, f"axe-{theme}-{page}",
-                    f"accessibility violations ({theme} theme):\n    "
-                    + "\n    ".join(violations))
+def test_the_header_and_sidebar_every_page_shares_are_accessible(page, traffic):
+    """The parts outside ``article`` are the same template on every page: audit
+    them once, whole page, on the landing page, at a desktop's and a phone's width."""
+    page.goto("index.html", wait_until="load")
+    lay_out_every_section(page)
+    inject_axe(page)
+    problems = accessibility_problems(page, "html")
+    page.set_viewport_size(PHONE)
+    next_frame(page)
+    problems += [f"at {PHONE['width']} px: {problem}"
+                 for problem in accessibility_problems(page, "html")]
+    problems += [f"console error: {error}" for error in traffic.console_errors]
+    assert not problems, "\n  ".join(problems)

@@ -1,0 +1,55 @@
+"""The site ``make html`` built, and the few page helpers the browser tests share."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE = ROOT / "_build" / "html"
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 375, "height": 900}
+
+
+def site_pages() -> list[str]:
+    """Every HTML page of the built site, as paths relative to its root."""
+    if not SITE.is_dir():
+        return []
+    return sorted(p.relative_to(SITE).as_posix() for p in SITE.rglob("*.html")
+                  if not p.relative_to(SITE).parts[0].startswith("_"))
+
+
+def site_prefix() -> str:
+    """The path the site is served under when hosted, e.g. ``/en/latest/``.
+
+    Read from robots.txt's sitemap line, which the build writes from html_baseurl.
+    """
+    robots = SITE / "robots.txt"
+    if robots.is_file():
+        for line in robots.read_text(encoding="utf8").splitlines():
+            if line.startswith("Sitemap:"):
+                return urlparse(line.split(":", 1)[1].strip()).path.rsplit("/", 1)[0] + "/"
+    return "/"
+
+
+def lay_out_every_section(page) -> None:
+    """site.css lets the browser skip laying out sections far off screen; the
+    checks measure and audit every section, so lay them all out."""
+    page.add_style_tag(content="article section { content-visibility: visible !important; }")
+
+
+def next_frame(page) -> None:
+    """Wait until the browser has rendered a frame: resize and ResizeObserver
+    callbacks (site.js) have run by then."""
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => "
+                  "requestAnimationFrame(done)))")
+
+
+def inject_axe(page) -> None:
+    if not AXE.is_file():
+        pytest.fail(f"{AXE.relative_to(ROOT)} missing: run `npm ci` (`make test` does)",
+                    pytrace=False)
+    page.add_script_tag(path=str(AXE))
