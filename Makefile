@@ -20,7 +20,7 @@ INSTALLED       := $(VENV)/.installed
 NODE_MODULES    := node_modules/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help html test lint doctest pytest livehtml linkcheck audit bench clean
+.PHONY: help html test lint doctest pytest livehtml linkcheck audit bench clean mutants upgrade-check
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -55,6 +55,13 @@ audit: html ## Lighthouse scores for the landing page and the heaviest page (not
 
 bench: $(INSTALLED) $(NODE_MODULES) ## Time the build against its floor, on a scratch copy (see README)
 	$(PYTHON) bench/bench.py $(BENCHOPTS)
+
+mutants: $(INSTALLED) $(NODE_MODULES) ## Mutation-test the checks on a scratch copy: SEED=, MUTANTS= per page, PAGE= (see README)
+	$(PYTHON) tools/mutants.py --seed $(or $(SEED),0) --per-page $(or $(MUTANTS),3) \
+	  $(if $(PAGE),--page $(PAGE)) $(if $(VERBOSE),--verbose)
+
+upgrade-check: $(INSTALLED) $(NODE_MODULES) ## Build a scratch copy against TORCH=<version> in a side venv; report what changed
+	$(PYTHON) tools/upgrade_check.py --torch $(or $(TORCH),$(error give the version: make upgrade-check TORCH=2.14.1))
 
 clean: ## Remove the built site and the execution cache (keeps .venv, node_modules)
 	rm -rf $(BUILDDIR)

@@ -310,5 +310,269 @@ def main() -> None:
     print("✓ every figure kind draws, and each shows what it claims")
 
 
-if __name__ == "__main__":
+
+# -- Added for the new pages: see-what-autograd-saves-for-backward and
+# -- use-python-control-flow-in-a-dynamic-graph (exact counts drawn against a size).
+
+COUNT_STYLES = [dict(marker="o", linestyle="-"), dict(marker="s", linestyle="--"),
+                dict(marker="^", linestyle=":")]
+
+
+def count_figure(xs: Sequence[float], series: dict[str, Sequence[float]], xlabel: str,
+                 ylabel: str, title: str = "", *, logx: bool = False) -> Figure:
+    """Exact counts (bytes saved, graph nodes) against a size, one line per series.
+
+    Each series has its own marker and line style, so the lines differ without
+    colour; the last value of each series is written beside its last point.
+    """
+    fig, (ax,) = new_figure(height=3.0)
+    for style, (name, values) in zip(COUNT_STYLES, series.items()):
+        (line,) = ax.plot(xs, values, label=name, linewidth=1.6, **style)
+        ax.annotate(f"{values[-1]:,.0f}", (xs[-1], values[-1]), textcoords="offset points",
+                    xytext=(6, 0), va="center", fontsize=8, color=line.get_color())
+    if logx:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(bottom=0)
+    ax.margins(x=0.12)
+    ax.grid(True, color="#dddddd")
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+# -- Figures for the explanation pages reverse-mode-is-a-chain-of-vjps,
+# -- forward-mode-jacobian-vector-products, higher-order-derivatives,
+# -- where-derivatives-do-not-exist and complex-inputs.
+
+def plain_log_ticks(fig: Figure) -> Figure:
+    """Label every log-scaled y axis of ``fig`` with plain numbers: 0.2, 1, 5, not 4×10⁰.
+
+    Ticks are the 1-2-5 values inside each axis's range (at least two of them),
+    written with ``:g``; minor ticks are removed. Returns ``fig``.
+    """
+    from matplotlib.ticker import NullLocator
+
+    for ax in fig.axes:
+        if ax.get_yscale() != "log":
+            continue
+        low, high = ax.get_ylim()
+        ticks = [k * 10.0 ** e for e in range(int(np.floor(np.log10(low))) - 1,
+                                              int(np.ceil(np.log10(high))) + 1)
+                 for k in (1, 2, 5) if low <= k * 10.0 ** e <= high]
+        if len(ticks) < 2:
+            ticks = [low, high]
+        ax.set_yticks(ticks, [f"{t:.2g}" for t in ticks])
+        ax.yaxis.set_minor_locator(NullLocator())
+        ax.set_ylim(low, high)
+    return fig
+
+
+def jvp_figure(J, u) -> Figure:
+    """J u as a weighted sum of columns: J, then column j scaled by u_j, then the sum.
+
+    The mirror of ``vjp_figure``: one colour scale, centred at 0, for all three
+    panels; the last panel is the single column J u, shaped like y.
+    """
+    matrix = _as_matrix(J)
+    tangent = _as_matrix(u).ravel()
+    scaled = matrix * tangent[None, :]
+    total = scaled.sum(axis=1, keepdims=True)
+    m, n = matrix.shape
+    norm = symmetric_norm(matrix, scaled, total)
+    fig = Figure(figsize=(MAX_WIDTH_INCHES, 1.4 + 0.55 * m), dpi=DPI,
+                 facecolor="white", layout="constrained")
+    grid = fig.add_gridspec(1, 3, width_ratios=[n, n, 1.6])
+    ax_j, ax_scaled, ax_sum = (fig.add_subplot(grid[0, k]) for k in range(3))
+    jacobian_heatmap(ax_j, matrix, "$J$: column $j$ = response to $x_j$", norm=norm)
+    jacobian_heatmap(ax_scaled, scaled, "column $j$ times $u_j$", norm=norm,
+                     col_labels=[f"${value:g}\\times$\ncol {j}"
+                                 for j, value in enumerate(tangent)])
+    jacobian_heatmap(ax_sum, total, "sum: $J u$", norm=norm, col_labels=["$Ju$"])
+    return fig
+
+
+def kinks_figure(curves: dict[str, tuple[object, object, float]]) -> Figure:
+    """Functions around 0, each with the slope PyTorch returns at 0 drawn through (0, f(0)).
+
+    ``curves`` maps a panel title to ``(xs, ys, slope_at_0)``: the points of the
+    curve and the derivative autograd returned at 0. A finite slope is drawn as a
+    dashed orange line through the point; an infinite one as a vertical line;
+    ``nan`` as a marker only. The slope is written in the panel's title.
+    """
+    count = len(curves)
+    fig, axes = new_figure(height=2.4, ncols=count, sharey=False)
+    for ax, (title, (xs, ys, slope)) in zip(axes, curves.items()):
+        xs = torch.as_tensor(xs).detach().to(torch.float64).numpy()
+        ys = torch.as_tensor(ys).detach().to(torch.float64).numpy()
+        slope = float(slope)
+        at_zero = float(np.interp(0.0, xs, ys))
+        ax.plot(xs, ys, color="#1f4e79", linewidth=2)
+        if np.isfinite(slope):
+            ax.plot(xs, at_zero + slope * xs, "--", color="#d35400", linewidth=1.5)
+        elif np.isinf(slope):
+            ax.axvline(0.0, linestyle="--", color="#d35400", linewidth=1.5)
+        ax.plot([0.0], [at_zero], "o", color="#d35400", markersize=6)
+        ax.set_ylim(min(ys.min(), -0.25) - 0.1, ys.max() + 0.15)
+        ax.set_title(f"{title}\nslope at 0: {slope:g}", family="monospace", fontsize=9)
+        ax.axhline(0.0, color="#bbbbbb", linewidth=0.6, zorder=0)
+        ax.axvline(0.0, color="#bbbbbb", linewidth=0.6, zorder=0)
+        ax.set_xlim(min(xs.min(), -0.1), xs.max())
+        ax.set_xticks(sorted({round(float(xs.min()), 6), 0.0, round(float(xs.max()), 6)}))
+        ax.set_xlabel("$x$")
+    return fig
+
+
+def hessian_figure(H, title: str = "$H_{ij} = \\partial^2 f / \\partial x_i \\partial x_j$",
+                   **heatmap_kw) -> Figure:
+    """A Hessian as a heatmap with a colour bar, rows and columns both labelled x_i."""
+    matrix = _as_matrix(H)
+    n = matrix.shape[0]
+    labels = [f"$x_{i}$" for i in range(n)]
+    return jacobian_figure(matrix, title, row_labels=labels, col_labels=labels,
+                           **heatmap_kw)
+
+
+def complex_gradient_figure(z, grad, loss, title: str = "", *, unit: bool = False,
+                            contour_z=None, contour_loss=None, levels=None) -> Figure:
+    """Arrows of ``z.grad`` over a grid of complex points, on the loss's contours.
+
+    ``z`` and ``grad`` are complex tensors of the same 2-D shape (the grid and the
+    gradient PyTorch left at each point), ``loss`` the real loss at each point.
+    Each arrow is drawn from z in the direction (Re grad, Im grad): the real
+    gradient (dL/dx, dL/dy), which points uphill, across the contour lines. With
+    ``unit=True`` every arrow has the same length (directions only), for losses
+    whose gradient varies too much in size to draw to scale. ``contour_z`` and
+    ``contour_loss`` (a finer grid and the loss on it) draw smoother contours than
+    the arrows' grid; ``levels`` picks the contour values.
+    """
+    points = torch.as_tensor(z).detach().to(torch.complex128).numpy()
+    slopes = torch.as_tensor(grad).detach().to(torch.complex128).numpy()
+    values = torch.as_tensor(loss).detach().to(torch.float64).numpy()
+    if unit:
+        sizes = np.abs(slopes)
+        slopes = np.where(sizes > 0, slopes / np.where(sizes > 0, sizes, 1.0), 0.0)
+    fig, (ax,) = new_figure(width=4.6, height=4.0)
+    if contour_z is not None:
+        fine = torch.as_tensor(contour_z).detach().to(torch.complex128).numpy()
+        fine_values = torch.as_tensor(contour_loss).detach().to(torch.float64).numpy()
+    else:
+        fine, fine_values = points, values
+    contours = ax.contour(fine.real, fine.imag, fine_values, levels=levels or 10,
+                          colors="#888888", linewidths=0.7)
+    ax.clabel(contours, fontsize=7, fmt="%.2g")
+    ax.quiver(points.real, points.imag, slopes.real, slopes.imag, color="#c0392b",
+              angles="xy", pivot="tail", width=0.005,
+              **(dict(scale_units="xy", scale=1 / (0.8 * _grid_step(points))) if unit else {}))
+    ax.set_aspect("equal")
+    ax.set_xlabel("$x = \\operatorname{Re} z$")
+    ax.set_ylabel("$y = \\operatorname{Im} z$")
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+def _check_count_figure() -> None:
+    fig = count_figure([1, 2, 4], {"plain": [4, 8, 16], "checkpointed": [1, 2, 4]},
+                       "depth", "bytes")
+    lines = fig.axes[0].get_lines()
+    assert [list(line.get_ydata()) for line in lines] == [[4, 8, 16], [1, 2, 4]]
+    assert lines[0].get_marker() != lines[1].get_marker(), "series differ without colour"
+    assert png_bytes(fig)[:8] == b"\x89PNG\r\n\x1a\n"
+    print("✓ count_figure draws each series as given")
+
+
+
+
+def _grid_step(points: np.ndarray) -> float:
+    """The smallest distance between neighbouring points of a complex grid."""
+    steps = np.abs(np.diff(np.unique(points.real)))
+    return float(steps.min()) if steps.size else 1.0
+
+
+def check_explanation_figures() -> None:
+    """Self-test of this block's figures: each draws, and shows what it claims."""
+    J = torch.tensor([[-1.0, 0.5, 0.0], [0.0, 0.0, -0.4], [1.0, 0.0, 1.0]])
+    u = torch.tensor([1.0, 0.5, -2.0])
+    fig = jvp_figure(J, u)
+    assert np.allclose(fig.axes[2].images[0].get_array().ravel(), (J @ u).numpy()), \
+        "the last panel is J u"
+    assert np.allclose(fig.axes[1].images[0].get_array(), (J * u).numpy()), \
+        "the middle panel scales column j by u_j"
+
+    xs = torch.linspace(-1, 1, 41)
+    fig = kinks_figure({"relu": (xs, torch.relu(xs), 0.0),
+                        "sqrt": (xs.clamp(min=0), torch.sqrt(xs.clamp(min=0)), float("inf"))})
+    labels = [ax.get_title() for ax in fig.axes]
+    assert labels == ["relu\nslope at 0: 0", "sqrt\nslope at 0: inf"], labels
+
+    H = torch.tensor([[6.0, 1.0], [1.0, -12.0]])
+    fig = hessian_figure(H)
+    assert [t.get_text() for t in fig.axes[0].texts] == ["6.00", "1.00", "1.00", "-12.00"]
+
+    grid = torch.complex(*torch.meshgrid(torch.linspace(-1, 1, 5), torch.linspace(-1, 1, 5),
+                                         indexing="xy"))
+    fig = complex_gradient_figure(grid, 2 * grid, grid.abs() ** 2)
+    arrows = fig.axes[0].collections[-1]
+    assert np.allclose(arrows.U, (2 * grid).real.numpy().ravel()), "arrows are Re grad"
+    assert np.allclose(arrows.V, (2 * grid).imag.numpy().ravel()), "and Im grad"
+    fig = complex_gradient_figure(grid, 2 * grid, grid.abs() ** 2, unit=True)
+    lengths = np.hypot(fig.axes[0].collections[-1].U, fig.axes[0].collections[-1].V)
+    assert np.allclose(lengths[lengths > 0], 1.0), "unit=True draws directions only"
+    for figure in [fig, jvp_figure(J, u)]:
+        width_px = int.from_bytes(png_bytes(figure)[16:20], "big")
+        assert width_px <= MAX_WIDTH_INCHES * DPI + 1, width_px
+    fig = plain_log_ticks(timing_figure([8, 16, 32], {"a": {"r": [3e-3, 4e-3, 6e-3]}}, ["n"]))
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels and all("10^" not in t and "times" not in t for t in labels), labels
+    assert all(float(t) > 0 for t in labels), labels
+    print("✓ the explanation pages' figures draw, and each shows what it claims")
+
+
+# -- Figures for how-to/differentiate-elementwise-functions-at-many-points.md ---------
+# (branch content-howto-a)
+
+CURVE_STYLES = [dict(color="#1f5fa8", linewidth=1.8),                   # blue, solid
+                dict(color="#b8461c", linewidth=1.8, linestyle="--")]   # orange, dashed
+
+
+def curves_figure(t, curves: dict[str, object], *, xlabel: str = "$t$",
+                  title: str = "") -> Figure:
+    """Functions of one variable sampled at the points ``t``, one line per curve.
+
+    ``curves`` maps a legend label to the values at ``t`` (tensors are detached).
+    Lines differ in dash as well as colour, so they stay apart in grey print; a
+    thin line marks 0. Each line's data is exactly the values given.
+    """
+    points = torch.as_tensor(t).detach().to(torch.float64).cpu().numpy()
+    fig, (ax,) = new_figure(height=3.0)
+    for index, (label, values) in enumerate(curves.items()):
+        style = CURVE_STYLES[index % len(CURVE_STYLES)]
+        ax.plot(points, torch.as_tensor(values).detach().to(torch.float64).cpu().numpy(),
+                label=label, **style)
+    ax.axhline(0, color="#999999", linewidth=0.6)
+    ax.set_xlabel(xlabel)
+    ax.grid(True, color="#e5e5e5")
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+def _check_curves_figure() -> None:
+    t = torch.linspace(-1.0, 1.0, 5)
+    fig = curves_figure(t, {"t": t, "t^2": t**2})
+    lines = fig.axes[0].lines
+    assert np.allclose(lines[1].get_ydata(), (t**2).numpy()), "each line shows its values"
+    assert fig.get_size_inches()[0] <= MAX_WIDTH_INCHES
+    assert png_bytes(fig)[:8] == b"\x89PNG\r\n\x1a\n"
+    print("✓ curves_figure draws one line per curve, with the values given")
+
+
+if __name__ == "__main__":  # every block's self-test
     main()
+    _check_count_figure()
+    check_explanation_figures()
+    _check_curves_figure()

@@ -7,6 +7,7 @@ the cell raises ``ClaimFailed`` and the build fails, naming the page and the cla
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 import torch
@@ -81,6 +82,32 @@ def check_text(actual: str, expected: str, claim: str, *, show: bool = False) ->
         print(f"✓ {claim}")
 
 
+def check_raised(error_class: type[BaseException], words: str, claim: str) -> str:
+    """Raise ``ClaimFailed`` unless the cell just above raised ``error_class`` with ``words``.
+
+    For cells tagged ``raises-exception``: IPython keeps the error in
+    ``sys.last_value``, so the check reads what the reader saw raised instead of
+    running the call again. The message must start with ``words``. The error is
+    then forgotten, so a later check cannot pass on a stale one. Returns the message.
+    """
+    error, sys.last_value = getattr(sys, "last_value", None), None
+    if not isinstance(error, error_class):
+        raise ClaimFailed(f"claim no longer holds: {claim}\n  the cell above raised {error!r}")
+    check_text(str(error)[: len(words)], words, claim)
+    return str(error)
+
+
+def check_differs(actual, belief, claim: str, *, atol: float = 1e-4) -> None:
+    """Raise ``ClaimFailed`` if a counterexample agrees with the belief it refutes."""
+    actual_t = torch.as_tensor(actual).detach().double()
+    belief_t = torch.as_tensor(belief).detach().double()
+    if actual_t.shape == belief_t.shape and torch.allclose(
+        actual_t, belief_t, atol=atol, equal_nan=True
+    ):
+        raise ClaimFailed(f"claim no longer holds: {claim}\n"
+                          f"  both are {actual_t}: the counterexample agrees with the belief")
+
+
 def _fail(claim: str, actual, expected, why: str):
     raise ClaimFailed(
         f"claim no longer holds: {claim}\n"
@@ -105,6 +132,25 @@ def main() -> None:
     else:
         raise AssertionError("check_close accepted a false claim")
     print("✓ a false claim is rejected, and named in the message")
+    try:
+        raise ValueError("no gradient here, sorry")
+    except ValueError as error:
+        sys.last_value = error  # what IPython does when a cell raises
+    assert check_raised(ValueError, "no gradient", "it raises") == "no gradient here, sorry"
+    try:
+        check_raised(ValueError, "no gradient", "it raises again")
+    except ClaimFailed:
+        pass
+    else:
+        raise AssertionError("check_raised accepted an error it had already read")
+    check_differs(torch.ones(2), torch.zeros(2), "ones differ from zeros")
+    try:
+        check_differs(torch.ones(2), torch.ones(2), "ones differ from ones")
+    except ClaimFailed:
+        pass
+    else:
+        raise AssertionError("check_differs accepted a counterexample that agrees")
+    print("✓ raised errors are read once, and agreeing counterexamples rejected")
 
 
 if __name__ == "__main__":

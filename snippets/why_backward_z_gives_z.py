@@ -20,7 +20,7 @@ def main() -> None:
     # [start-what-was-wanted]
     z = torch.linspace(-1, 1, steps=5, requires_grad=True)
     y = z
-    y.backward(torch.ones_like(y))  # seed with ones: the sum of each row of J
+    y.backward(torch.ones_like(y))  # seed with ones: 1ᵀJ, the column sums of J
     print(z.grad)
     # [end-what-was-wanted]
     assert torch.equal(z.grad, torch.ones(5)), "dy_i/dz_i = 1 for the identity"

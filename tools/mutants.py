@@ -1,0 +1,423 @@
+"""Mutation testing of the site: would the build notice if an example were wrong?
+
+Usage: ``make mutants`` (``SEED=``, ``MUTANTS=`` per page, ``PAGE=docs/...md``), or
+``python tools/mutants.py --seed 0 --per-page 3 [--page docs/how-to/x.md]``.
+
+Each mutant is one small edit to a visible code cell of a page (never a hidden
+check tagged ``remove-cell`` or ``remove-input``, never a cell tagged
+``measured``): a number, an arithmetic or comparison operator, a function
+swapped for its sibling (sin/cos, sum/mean, exp/log, ...), a flag flipped. An
+edit that does not parse or does not change the code is skipped and another
+drawn. Pages run in kernels of their own, so one build carries one mutant on
+every page at once, and each failure is put down to its page by the path the
+warning names: a run of N per page is a baseline build plus N incremental
+builds, all in a scratch copy (tools/site_outputs.py) whose execution cache is
+seeded from _build, so a page whose mutant is undone comes from the cache.
+
+Each mutant is
+  caught             the strict build failed on its page (a claim, a cell that
+                     raised, a raises-exception cell that stopped raising);
+  survived           the build passed, yet what the page prints changed;
+  no visible change  outputs, figures and errors all identical.
+Score: caught / (caught + survived). Seeded: the same seed draws the same
+mutants, and a page draws the same ones whether or not PAGE= picks it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import random
+import re
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from IPython.core.inputtransformer2 import TransformerManager
+from myst_nb.core.read import read_myst_markdown_notebook
+
+from site_outputs import (
+    MEASURED,
+    as_text,
+    build,
+    changed_cells,
+    copy_repo,
+    executed_cells,
+    executed_pages,
+    machine_note,
+    write,
+)
+
+HIDDEN = {"remove-cell", "remove-input", MEASURED}
+FENCE = re.compile(r"^(?P<ticks>`{3,}|~{3,})\{code-cell\}")
+
+# Functions swapped for a sibling with the same signature.
+SIBLINGS = dict(
+    pair
+    for a, b in [
+        ("sin", "cos"), ("sinh", "cosh"), ("sum", "mean"), ("exp", "log"),
+        ("log1p", "expm1"), ("max", "min"), ("amax", "amin"), ("argmax", "argmin"),
+        ("tanh", "sigmoid"), ("zeros", "ones"), ("zeros_like", "ones_like"),
+        ("cumsum", "cumprod"), ("floor", "ceil"), ("sqrt", "square"),
+        ("softmax", "log_softmax"), ("jacrev", "jacfwd"), ("rand", "randn"),
+        ("relu", "abs"),
+    ]
+    for pair in ((a, b), (b, a))
+)
+ARITHMETIC = {ast.Add: ["-"], ast.Sub: ["+"], ast.Mult: ["/"], ast.Div: ["*"],
+              ast.Pow: ["*"], ast.MatMult: ["*"], ast.FloorDiv: ["/"]}
+SYMBOL = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**",
+          ast.MatMult: "@", ast.FloorDiv: "//", ast.Lt: "<", ast.LtE: "<=",
+          ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=", ast.Is: "is",
+          ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in"}
+COMPARISON = {ast.Lt: ["<=", ">"], ast.LtE: ["<", ">="], ast.Gt: [">=", "<"],
+              ast.GtE: [">", "<="], ast.Eq: ["!="], ast.NotEq: ["=="],
+              ast.Is: ["is not"], ast.IsNot: ["is"], ast.In: ["not in"],
+              ast.NotIn: ["in"]}
+# Numbers whose change is no mistake to catch: seeds and print or figure styling.
+NOT_A_MISTAKE_CALLS = {"manual_seed", "seed", "set_printoptions", "set_num_threads"}
+NOT_A_MISTAKE_KEYWORDS = {"figsize", "dpi", "fontsize", "linewidth", "lw", "alpha",
+                          "markersize", "ms", "pad", "labelpad", "zorder", "rotation",
+                          "precision", "linewidths", "ncols", "nrows", "ncol"}
+
+
+@dataclass
+class CodeCell:
+    body_line: int  # the page line (1-based) of the cell's first code line
+    body_start: int  # offset of that line in the page's text
+    source: str
+    tags: list[str]
+
+
+@dataclass(frozen=True)
+class Edit:
+    kind: str  # number, arithmetic, comparison, function, flag
+    start: int  # offsets in the page's text
+    end: int
+    replacement: str
+
+
+@dataclass
+class Mutant:
+    page: str
+    line: int
+    edit: Edit
+    old: str  # the replaced text
+    code_line: str  # the page's line with the edit made
+    outcome: str = ""
+    why: str = ""
+
+    def __str__(self) -> str:
+        return (f"{self.page}:{self.line}: {self.edit.kind} {self.old!r} -> "
+                f"{self.edit.replacement!r}   {self.code_line.strip()}")
+
+
+# -- the cells of a page ---------------------------------------------------------------
+
+def code_cells(text: str) -> list[CodeCell]:
+    """Every ``{code-cell}`` of a MyST page with where its code starts.
+
+    Checked against myst-nb's own reader: the same sources, in the same order.
+    """
+    lines = text.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+    cells, index = [], 0
+    while index < len(lines):
+        fence = FENCE.match(lines[index])
+        index += 1
+        if not fence:
+            continue
+        if index < len(lines) and lines[index].strip() == "---":  # YAML options
+            index = next(i for i in range(index + 1, len(lines))
+                         if lines[i].strip() == "---") + 1
+        while index < len(lines) and lines[index].startswith(":"):  # :key: options
+            index += 1
+        start = index
+        while index < len(lines) and lines[index].rstrip() != fence["ticks"]:
+            index += 1
+        cells.append(CodeCell(start + 1, offsets[start],
+                              "".join(lines[start:index]).rstrip("\n"), []))
+    notebook = read_myst_markdown_notebook(text)
+    read = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    if [c.source for c in read] != [c.source for c in cells]:
+        raise ValueError("the page's code cells were not read as myst-nb reads them")
+    for cell, theirs in zip(cells, read):
+        cell.tags = list(theirs.metadata.get("tags", []))
+    return cells
+
+
+def python_of(source: str) -> str:
+    """A cell's code as IPython runs it (magics made into calls)."""
+    return TransformerManager().transform_cell(source)
+
+
+def compiles(source: str) -> bool:
+    try:
+        compile(python_of(source), "<cell>", "exec")
+        return True
+    except (SyntaxError, ValueError):
+        return False
+
+
+# -- the edits -------------------------------------------------------------------------
+
+def candidate_edits(cell: CodeCell) -> list[Edit]:
+    """Every edit of the kinds above that could be made to one cell."""
+    source = cell.source
+    try:
+        python = python_of(source)
+        tree = ast.parse(python)
+    except (SyntaxError, ValueError):
+        return []
+    lines = source.splitlines(keepends=True)
+    python_lines = python.splitlines(keepends=True)
+    if len(lines) != len(python_lines):
+        return []  # a cell magic: positions would not map back
+    # Lines IPython left alone (a line magic becomes a call): edits only there.
+    same = {n + 1 for n, (a, b) in enumerate(zip(lines, python_lines))
+            if a.rstrip("\n") == b.rstrip("\n")}
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(lineno: int, col: int) -> int:  # AST columns count UTF-8 bytes
+        line = lines[lineno - 1].encode()
+        return cell.body_start + starts[lineno - 1] + len(line[:col].decode())
+
+    def text(a: int, b: int) -> str:
+        return source[a - cell.body_start:b - cell.body_start]
+
+    parents = {child: node for node in ast.walk(tree)
+               for child in ast.iter_child_nodes(node)}
+
+    def styling(node) -> bool:
+        while node in parents:
+            parent = parents[node]
+            if isinstance(parent, ast.keyword) and parent.arg in NOT_A_MISTAKE_KEYWORDS:
+                return True
+            if isinstance(parent, ast.Call):
+                func = parent.func
+                name = getattr(func, "attr", getattr(func, "id", ""))
+                if name in NOT_A_MISTAKE_CALLS:
+                    return True
+            node = parent
+        return False
+
+    def between(left, right, pattern: str) -> tuple[int, int, str] | None:
+        """The operator between two nodes (parentheses and spaces around it)."""
+        a = offset(left.end_lineno, left.end_col_offset)
+        b = offset(right.lineno, right.col_offset)
+        match = re.fullmatch(rf"[\s()\\]*({pattern})[\s()\\]*", text(a, b))
+        return (a + match.start(1), a + match.end(1), match[1]) if match else None
+
+    # Python 3.11 gives nodes inside f-strings positions that are not theirs.
+    in_fstrings = {inner for node in ast.walk(tree) if isinstance(node, ast.JoinedStr)
+                   for inner in ast.walk(node)}
+    edits = []
+    for node in ast.walk(tree):
+        if node in in_fstrings or not all(
+                line in same for line in
+                range(getattr(node, "lineno", 0), getattr(node, "end_lineno", 0) + 1)):
+            continue
+        if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+            a = offset(node.lineno, node.col_offset)
+            b = offset(node.end_lineno, node.end_col_offset)
+            if styling(node) or not re.fullmatch(r"[0-9][0-9_.eExXa-fA-FoObBjJ+-]*", text(a, b)):
+                continue
+            value = node.value
+            new = (repr(value + 1) if isinstance(value, int)
+                   else repr(value * 2 if value else 1.0))
+            edits.append(Edit("number", a, b, new))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, bool):
+            a = offset(node.lineno, node.col_offset)
+            if text(a, a + len(str(node.value))) == str(node.value):
+                edits.append(Edit("flag", a, a + len(str(node.value)),
+                                  str(not node.value)))
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Not)):
+            a = offset(node.lineno, node.col_offset)
+            b = offset(node.operand.lineno, node.operand.col_offset)
+            kind, pattern = (("arithmetic", r"-\s*") if isinstance(node.op, ast.USub)
+                             else ("flag", r"not\s+"))
+            if re.fullmatch(pattern, text(a, b)):
+                edits.append(Edit(kind, a, b, ""))  # drop the minus, or the not
+        elif isinstance(node, (ast.BinOp, ast.AugAssign)) and type(node.op) in ARITHMETIC:
+            left, right = ((node.left, node.right) if isinstance(node, ast.BinOp)
+                           else (node.target, node.value))
+            symbol = re.escape(SYMBOL[type(node.op)])
+            augmented = isinstance(node, ast.AugAssign)
+            found = between(left, right, symbol + ("=" if augmented else ""))
+            if found:
+                for new in ARITHMETIC[type(node.op)]:
+                    edits.append(Edit("arithmetic", found[0], found[1],
+                                      new + ("=" if augmented else "")))
+        elif isinstance(node, ast.Compare):
+            for left, op, right in zip([node.left, *node.comparators], node.ops,
+                                       node.comparators):
+                found = between(left, right, SYMBOL[type(op)].replace(" ", r"\s+"))
+                if found:
+                    edits += [Edit("comparison", found[0], found[1], new)
+                              for new in COMPARISON[type(op)]]
+        elif isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load):
+            name = node.attr if isinstance(node, ast.Attribute) else node.id
+            b = offset(node.end_lineno, node.end_col_offset)
+            if name in SIBLINGS and text(b - len(name), b) == name:
+                edits.append(Edit("function", b - len(name), b, SIBLINGS[name]))
+    return edits
+
+
+def apply(text: str, edit: Edit) -> str:
+    return text[:edit.start] + edit.replacement + text[edit.end:]
+
+
+def draw_mutants(page: str, text: str, seed: int, count: int) -> tuple[list[Mutant], int]:
+    """Up to ``count`` mutants of a page, and how many draws were skipped.
+
+    A kind is drawn first (so numbers, the commonest, do not crowd out the
+    rest), then an edit of that kind. An edit whose cell no longer parses, or
+    whose cell reads the same, is skipped and another drawn.
+    """
+    rng = random.Random(f"{seed}:{page}")
+    cells = [cell for cell in code_cells(text) if not HIDDEN & set(cell.tags)]
+    by_kind: dict[str, list[tuple[CodeCell, Edit]]] = {}
+    for cell in cells:
+        for edit in candidate_edits(cell):
+            by_kind.setdefault(edit.kind, []).append((cell, edit))
+    mutants, skipped = [], 0
+    while len(mutants) < count and by_kind:
+        kind = rng.choice(sorted(by_kind))
+        cell, edit = by_kind[kind].pop(rng.randrange(len(by_kind[kind])))
+        if not by_kind[kind]:
+            del by_kind[kind]
+        mutated = apply(text, edit)
+        start, end = edit.start - cell.body_start, edit.end - cell.body_start
+        new_source = cell.source[:start] + edit.replacement + cell.source[end:]
+        if new_source == cell.source or not compiles(new_source):
+            skipped += 1
+            continue
+        line = text.count("\n", 0, edit.start) + 1
+        line_start = mutated.rfind("\n", 0, edit.start) + 1
+        line_end = mutated.find("\n", edit.start)
+        mutants.append(Mutant(page, line, edit, text[edit.start:edit.end],
+                              mutated[line_start:line_end if line_end >= 0 else None]))
+    return mutants, skipped
+
+
+def one_line(cell, width: int = 60) -> str:
+    text = " ".join(as_text(cell.outputs).split()) if cell else "(no cell)"
+    return repr(text if len(text) <= width else text[:width - 3] + "...")
+
+
+# -- the run ---------------------------------------------------------------------------
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--per-page", type=int, default=3, help="mutants per page")
+    parser.add_argument("--page", help="only this page (docs/...md)")
+    parser.add_argument("--verbose", action="store_true", help="list the caught ones too")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch copy")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    scratch = Path(tempfile.mkdtemp(prefix="autograd-docs-mutants-"))
+    print(f"scratch copy: {scratch}  seed {args.seed}, {args.per_page} per page  "
+          f"({machine_note()})", flush=True)
+    try:
+        return run(args, copy_repo(scratch / "site"), started)
+    finally:
+        if args.keep:
+            print(f"kept {scratch}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run(args, repo: Path, started: float) -> int:
+    pages = executed_pages(repo)
+    if args.page:
+        if args.page not in pages:
+            sys.exit(f"{args.page} is not an executed page: pick one of\n  "
+                     + "\n  ".join(pages))
+        pages = [args.page]
+    original = {page: (repo / page).read_text(encoding="utf8") for page in pages}
+    drawn = {}
+    for page in pages:
+        drawn[page], skipped = draw_mutants(page, original[page], args.seed, args.per_page)
+        if skipped:
+            print(f"  {page}: {skipped} edit(s) that did not parse or change the "
+                  f"code skipped and redrawn", flush=True)
+
+    baseline = build(repo)
+    print(f"baseline: {baseline.seconds:.1f} s, {baseline.executed} page(s) executed",
+          flush=True)
+    if baseline.returncode or baseline.warnings:
+        print(baseline.log[-4000:])
+        sys.exit("the unchanged site must build cleanly first: fix that, then run this")
+    before = executed_cells(repo)
+
+    mutants = []
+    for round_ in range(args.per_page):
+        batch = {page: drawn[page][round_] for page in pages if len(drawn[page]) > round_}
+        if not batch:
+            break
+        for page in pages:  # this round's mutant, or the page as it was
+            text = (original[page] if page not in batch
+                    else apply(original[page], batch[page].edit))
+            if text != (repo / page).read_text(encoding="utf8"):
+                write(repo / page, text)
+        result = build(repo)
+        failures = result.warnings_by_page()
+        after = executed_cells(repo)
+        for page, mutant in batch.items():
+            if page in failures:
+                mutant.outcome, mutant.why = "caught", str(failures[page][0])
+            elif changed_cells(before, after, {page}):
+                old, new = changed_cells(before, after, {page})[0]
+                mutant.outcome = "survived"
+                mutant.why = (f"the cell at line {(old or new).line} printed "
+                              f"{one_line(old)}, now {one_line(new)}")
+            else:
+                mutant.outcome = "no visible change"
+        stray = [str(w) for page, ws in failures.items() if page not in batch for w in ws]
+        if result.returncode and not any(page in failures for page in batch):
+            stray.append(f"the build failed (exit {result.returncode}) naming no page")
+        counts = {o: sum(m.outcome == o for m in batch.values())
+                  for o in ("caught", "survived", "no visible change")}
+        print(f"round {round_ + 1}: {len(batch)} mutants, {result.seconds:.1f} s, "
+              f"{result.executed} page(s) executed: "
+              + ", ".join(f"{n} {o}" for o, n in counts.items()), flush=True)
+        for line in stray:
+            print(f"  warning put down to no mutant: {line}")
+        mutants += batch.values()
+
+    return report(mutants, args, time.perf_counter() - started)
+
+
+def report(mutants: list[Mutant], args, seconds: float) -> int:
+    ordered = sorted(mutants, key=lambda m: (m.page, m.line))
+    for outcome in ("caught", "no visible change", "survived"):
+        chosen = [m for m in ordered if m.outcome == outcome]
+        print(f"\n{outcome} ({len(chosen)}):")
+        if outcome == "caught" and not args.verbose:
+            print("  (--verbose lists them, with the warning that caught each)")
+            continue
+        for mutant in chosen:
+            print(f"  {mutant}")
+            if mutant.why:
+                print(f"      {mutant.why[:160]}")
+    caught = sum(m.outcome == "caught" for m in mutants)
+    survived = sum(m.outcome == "survived" for m in mutants)
+    score = f"{caught / (caught + survived):.2f}" if caught + survived else "n/a"
+    print(f"\nscore (seed {args.seed}, {args.per_page} per page"
+          f"{', ' + args.page if args.page else ''}): caught / (caught + survived) = "
+          f"{caught} / {caught + survived} = {score}; "
+          f"{len(mutants) - caught - survived} with no visible change")
+    print(f"{seconds:.0f} s in all ({machine_note()})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
