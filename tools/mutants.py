@@ -40,8 +40,15 @@ from IPython.core.inputtransformer2 import TransformerManager
 from myst_nb.core.read import read_myst_markdown_notebook
 
 from site_outputs import (
-    MEASURED, ROOT, as_text, build, changed_cells, copy_repo, executed_cells,
-    executed_pages, machine_note, write,
+    MEASURED,
+    as_text,
+    build,
+    changed_cells,
+    copy_repo,
+    executed_cells,
+    executed_pages,
+    machine_note,
+    write,
 )
 
 HIDDEN = {"remove-cell", "remove-input", MEASURED}

@@ -33,8 +33,18 @@ import time
 from pathlib import Path
 
 from site_outputs import (
-    ROOT, Cell, as_text, build, changed_cells, copy_repo, executed_cells,
-    executed_pages, machine_note, make_env, side_by_side, write,
+    ROOT,
+    Cell,
+    as_text,
+    build,
+    changed_cells,
+    copy_repo,
+    executed_cells,
+    executed_pages,
+    machine_note,
+    make_env,
+    side_by_side,
+    write,
 )
 
 TORCH_PIN = re.compile(r"^torch==(?P<version>\S+)", re.MULTILINE)
