@@ -1,4 +1,4 @@
-"""API names written as roles: linked online, checked offline, indexed always.
+"""API names written as roles: linked online, checked offline, searchable always.
 
 ``{py:func}`torch.autograd.grad``` and its kin link to PyTorch's reference
 through intersphinx when the build may use the network (``ONLINE=1``, hosted
@@ -6,9 +6,8 @@ builds). Offline, and online for a name the inventory lacks, the name is looked
 up in the installed torch instead: it must import and be what the role says (a
 function for ``func``, a method for ``meth``, a class for ``class``), or the
 build fails naming the page and line (``AuthorError.UNKNOWN_API``); if it is,
-the name shows as code. Every such name gets an index entry where it is used,
-and the page that uses it most becomes its entry in the search index, so a
-search for ``torch.where`` finds that page first.
+the name shows as code. The page that uses a name most becomes its entry in the
+search index, so a search for ``torch.where`` finds that page first.
 """
 
 from __future__ import annotations
@@ -128,10 +127,11 @@ class ApiDomain(Domain):
 
 
 class IndexApiRoles(SphinxTransform):
-    """An index entry, and a target for it, where each API role is used.
+    """A target where each API role is used, for the search index's entry.
 
-    Before Sphinx's domains collect the page's index entries and objects
-    (``SphinxDomains``, priority 850).
+    No general-index entry yet: with every use of ~130 names listed, Sphinx's
+    genindex table runs past a 375 px phone's edge (tests/browser). Runs before
+    Sphinx's domains collect the page's objects (``SphinxDomains``, 850).
     """
 
     default_priority = 840
@@ -144,9 +144,7 @@ class IndexApiRoles(SphinxTransform):
                 continue
             name = ref["reftarget"]
             anchor = f"api-{nodes.make_id(name)}-{number}"
-            target = nodes.target("", "", ids=[anchor])
-            index = addnodes.index(entries=[("single", name, anchor, "", None)])
-            ref.parent.insert(ref.parent.index(ref), [index, target])
+            ref.parent.insert(ref.parent.index(ref), nodes.target("", "", ids=[anchor]))
             uses.setdefault(name, {}).setdefault(self.env.docname, []).append(anchor)
 
 
@@ -155,4 +153,4 @@ def setup(app: Sphinx) -> dict:
     app.add_transform(IndexApiRoles)
     # After intersphinx (priority 500): only names its inventories do not have.
     app.connect("missing-reference", _check_api_role, priority=900)
-    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 1}
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 3}
