@@ -9,9 +9,9 @@ kernel, and that nothing outlives the server. They assert behaviour, never times
 import ast
 import json
 import os
+import shutil
 import signal
 import subprocess
-import shutil
 import sys
 import tempfile
 import textwrap
@@ -22,7 +22,6 @@ import pytest
 from jupyter_client.manager import KernelManager
 
 from autograd_docs import kernels as fork_kernels
-
 from autograd_docs.kernels.environment import kernel_environment
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -237,8 +236,8 @@ def test_a_kernel_is_forked_from_the_server_with_torch_already_imported(
 def test_a_kernel_runs_with_the_builds_environment(kernel):
     """What is read when Python and matplotlib start was read by the server, so
     the server must have been started with the build's environment."""
-    seen = kernel.value("{k: __import__('os').environ.get(k) for k in %r}"
-                        % sorted(BUILD_ENVIRONMENT))
+    names = sorted(BUILD_ENVIRONMENT)
+    seen = kernel.value(f"{{k: __import__('os').environ.get(k) for k in {names!r}}}")
     assert seen == BUILD_ENVIRONMENT
     assert kernel.value("__import__('sys').flags.hash_randomization") == 0
     assert kernel.value("hash('seed')") == int(subprocess.run(

@@ -25,7 +25,6 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
-
 from built_site import DESKTOP, SITE, site_prefix
 
 # Debian's Chromium in a container: no sandbox, no GPU, nothing fetched in the background.

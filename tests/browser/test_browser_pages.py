@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from built_site import PHONE, SITE, inject_axe, lay_out_every_section, next_frame, site_pages
 
 pytestmark = [pytest.mark.browser, pytest.mark.build]

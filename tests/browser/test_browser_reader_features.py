@@ -7,9 +7,8 @@ import re
 from urllib.parse import quote_plus
 
 import pytest
-from playwright.sync_api import expect
-
 from built_site import SITE, site_pages
+from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.build]
 
