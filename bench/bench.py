@@ -35,6 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from autograd_docs.scratch_copy import copy_repo
+
 ROOT = Path(__file__).resolve().parent.parent
 CORES = os.cpu_count() or 1
 EXECUTING = re.compile(r"Executing notebook using")
@@ -44,23 +46,7 @@ EXECUTION_SECONDS: dict[str, list[float]] = {}
 MAKE = ["make", "--no-print-directory", "-o", ".venv/.installed"]  # never pip install
 
 
-# -- a scratch copy of the repository ----------------------------------------------
-
-def copy_repo(dest: Path) -> Path:
-    """The repository's files as git sees them (tracked and new), plus the venv link."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT, capture_output=True, check=True,
-    ).stdout.decode().split("\0")
-    for name in filter(None, listed):
-        source = ROOT / name
-        if name == ".venv" or not source.is_file():
-            continue
-        target = dest / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, target)
-    (dest / ".venv").symlink_to((ROOT / ".venv").resolve())
-    return dest
+# -- the scratch copy (autograd_docs.scratch_copy) ------------------------------------
 
 
 def executed_pages(repo: Path) -> list[Path]:

@@ -21,12 +21,13 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from autograd_docs import scratch_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 MEASURED = "measured"
@@ -45,28 +46,8 @@ EXECUTING = re.compile(r"Executing notebook using")
 # -- the scratch copy ------------------------------------------------------------------
 
 def copy_repo(dest: Path, seed_cache_from: Path | None = ROOT / "_build") -> Path:
-    """The repository's files as git sees them (tracked and new) in ``dest``.
-
-    ``.venv`` and ``node_modules`` are links to the repository's. The execution
-    cache of ``seed_cache_from`` (a build folder) is copied in, so the copy's
-    first build executes only the pages whose code differs from that build's.
-    """
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT, capture_output=True, check=True,
-    ).stdout.decode().split("\0")
-    for name in filter(None, listed):
-        source = ROOT / name
-        if name in (".venv", "node_modules") or not source.is_file():
-            continue
-        (dest / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, dest / name)
-    for link in (".venv", "node_modules"):
-        (dest / link).symlink_to((ROOT / link).resolve(), target_is_directory=True)
-    cache = seed_cache_from and seed_cache_from / ".jupyter_cache"
-    if cache and cache.is_dir():
-        shutil.copytree(cache, dest / "_build" / ".jupyter_cache")
-    return dest
+    """``autograd_docs.scratch_copy.copy_repo``, seeded from the reader's build by default."""
+    return scratch_copy.copy_repo(dest, seed_cache_from)
 
 
 def write(path: Path, text: str) -> None:
