@@ -32,20 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from site_outputs import (
-    ROOT,
-    Cell,
-    as_text,
-    build,
-    changed_cells,
-    copy_repo,
-    executed_cells,
-    executed_pages,
-    machine_note,
-    make_env,
-    side_by_side,
-    write,
-)
+import site_outputs
+from site_outputs import ROOT, Cell
 
 TORCH_PIN = re.compile(r"^torch==(?P<version>\S+)", re.MULTILINE)
 OUT = ROOT / "_build" / "upgrade-check"
@@ -57,7 +45,7 @@ def pin_torch(requirements: Path, version: str) -> str:
     old = TORCH_PIN.search(text)
     if not old:
         sys.exit(f"{requirements} has no 'torch==' line to replace")
-    write(requirements, TORCH_PIN.sub(f"torch=={version}", text, count=1))
+    site_outputs.write(requirements, TORCH_PIN.sub(f"torch=={version}", text, count=1))
     return old["version"]
 
 
@@ -67,7 +55,8 @@ def make_side_venv(repo: Path, venv: Path) -> tuple[float, str]:
     base_python = Path(sys.base_prefix) / "bin" / "python3"
     result = subprocess.run(
         ["make", "--no-print-directory", f"VENV={venv}", f"PYTHON_FOR_VENV={base_python}",
-         f"{venv}/.installed"], cwd=repo, capture_output=True, text=True, env=make_env())
+         f"{venv}/.installed"],
+        cwd=repo, capture_output=True, text=True, env=site_outputs.make_env())
     if result.returncode:
         sys.exit(f"could not make the side venv {venv}:\n{result.stdout}{result.stderr}")
     torch = subprocess.run([venv / "bin" / "python", "-c",
@@ -103,20 +92,20 @@ def main() -> int:
         print(text, flush=True)
         lines.append(text)
 
-    say(f"scratch copy: {scratch}  side venv: {venv}  ({machine_note()})")
+    say(f"scratch copy: {scratch}  side venv: {venv}  ({site_outputs.machine_note()})")
     try:
-        repo = copy_repo(scratch / "site")
-        baseline = build(repo)
+        repo = site_outputs.copy_repo(scratch / "site")
+        baseline = site_outputs.build(repo)
         if baseline.returncode or baseline.warnings:
             print(baseline.log[-4000:])
             sys.exit("the site must build cleanly with the pinned torch first")
-        before = executed_cells(repo)
+        before = site_outputs.executed_cells(repo)
         pinned = pin_torch(repo / "requirements.txt", args.torch)
         install_seconds, installed = make_side_venv(repo, venv)
-        upgraded = build(repo, venv)
-        after = executed_cells(repo)
+        upgraded = site_outputs.build(repo, venv)
+        after = site_outputs.executed_cells(repo)
         test_code, test_summary = error_messages_test(repo, venv)
-        n_pages = len(executed_pages(repo))
+        n_pages = len(site_outputs.executed_pages(repo))
     finally:
         if args.keep:
             print(f"kept {scratch}")
@@ -142,7 +131,7 @@ def main() -> int:
     # A failing cell stops its page: the cells after it did not run.
     stopped_at = {w.page: w.line for w in failures if w.page and w.line}
 
-    changes = changed_cells(before, after)
+    changes = site_outputs.changed_cells(before, after)
     reworded = [(old, new) for old, new in changes
                 if old and new and "raises-exception" in old.tags
                 and old.error and new.error and old.error != new.error]
@@ -171,8 +160,10 @@ def main() -> int:
             if cell.page != page:
                 continue
             say(f"  line {cell.line}:")
-            say(side_by_side(f"torch {pinned}\n" + (as_text(old.outputs) if old else "(no cell)"),
-                             f"torch {installed}\n" + (as_text(new.outputs) if new else "(no cell)")))
+            shown_before = site_outputs.as_text(old.outputs) if old else "(no cell)"
+            shown_after = site_outputs.as_text(new.outputs) if new else "(no cell)"
+            say(site_outputs.side_by_side(f"torch {pinned}\n{shown_before}",
+                                          f"torch {installed}\n{shown_after}"))
     for page in sorted({old.page for old, _ in not_run}):
         count = sum(old.page == page for old, _ in not_run)
         say(f"{page}: {count} later cell(s) did not run (the page stopped at line "
@@ -186,7 +177,7 @@ def main() -> int:
         f"{len(failures) - len(claims)} other failures, {len(reworded)} error messages "
         f"reworded, {len(shown)} outputs changed on {len(pages)} pages; error-messages "
         f"test {'failed' if test_code else 'passed'}. "
-        f"{time.perf_counter() - started:.0f} s in all ({machine_note()})")
+        f"{time.perf_counter() - started:.0f} s in all ({site_outputs.machine_note()})")
     OUT.mkdir(parents=True, exist_ok=True)
     report = OUT / f"report-torch-{args.torch}.txt"
     report.write_text("\n".join(lines) + "\n", encoding="utf8")
