@@ -187,6 +187,17 @@ def test_the_build_reports(error, warm_copy):
         assert re.search(rf'File "[^"]*test-page.md", line {fence}', result.log), result.log
 
 
+
+def test_a_plain_assert_in_a_hidden_check_is_a_failed_claim(warm_copy):
+    """A hidden check may state its claim with ``assert``; it fails like a ClaimFailed,
+    not as a cell to tag ``raises-exception``."""
+    replace('check_close(z.grad, z, "the identity gives the seed back")',
+            'assert z.grad.sum() > 0, "the seed\'s entries add up to more than 0"')(warm_copy)
+    said = fails_with(build(warm_copy), fence_of("assert z.grad.sum()")(warm_copy),
+                      "claim no longer holds: the seed's entries add up to more than 0")
+    assert "[autograd_docs.claim_failed]" in said
+
+
 # -- What make test catches beyond the build ----------------------------------------
 
 def test_output_varies(warm_copy):

@@ -23,8 +23,7 @@ from sphinx.application import Sphinx
 
 from autograd_docs._compat import OUTPUT_FOLDER
 from autograd_docs.execution.cache_key import snippets_imported
-
-HIDDEN_CHECK = "remove-cell"
+from autograd_docs.execution.checks import HIDDEN_CHECK  # the tag of the build's own checks
 
 
 def reader_notebook(executed: nbformat.NotebookNode, snippets_dir: Path) -> nbformat.NotebookNode:
