@@ -23,7 +23,7 @@ NODE_MODULES    := node_modules/.installed
 .PHONY: help html test lint doctest pytest livehtml linkcheck audit bench clean mutants upgrade-check
 
 help: ## List the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 html: $(INSTALLED) $(NODE_MODULES) ## Build the site into _build/html, executing every changed page
 	$(SPHINXBUILD) -b html -d $(BUILDDIR)/doctrees docs $(BUILDDIR)/html
