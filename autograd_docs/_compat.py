@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from pathlib import Path
 
 import myst_nb.sphinx_
 import myst_nb.sphinx_ext
@@ -74,10 +75,19 @@ def quiet_nbclient_timeout_line() -> None:
 
 # -- jupyter-cache 1.0.1 -------------------------------------------------------------
 
-def is_duplicate_cache_record(error: ValueError) -> bool:
-    """jupyter-cache refuses a second record of an identical notebook (two
-    parallel readers caching the same page) with this ValueError's message."""
-    return "hashkey already exists" in str(error)
+def is_duplicate_cache_record(error: Exception) -> bool:
+    """Two parallel readers caching identical notebooks race inside jupyter-cache's
+    ``cache_notebook_bundle``; the loser fails in one of three places, depending on
+    how far the winner got: the database's unique hashkey (ValueError), the
+    notebook's folder already made (FileExistsError), or its file already there
+    (CachingError)."""
+    from jupyter_cache.base import CachingError
+
+    if isinstance(error, ValueError):
+        return "hashkey already exists" in str(error)
+    if isinstance(error, FileExistsError):
+        return "executed" in Path(error.filename or "").parts
+    return isinstance(error, CachingError) and "already exists in cache" in str(error)
 
 
 def create_cache_database(path: str) -> None:

@@ -60,11 +60,11 @@ class _PageClient:
     def __enter__(self):
         try:
             client = self._client.__enter__()
-        except ValueError as error:
+        except Exception as error:
             if not _compat.is_duplicate_cache_record(error):
                 raise
             # Another parallel reader executed an identical page and cached it
-            # first (jupyter-cache refuses the second record): take that one.
+            # first (jupyter-cache refuses the second copy): take that one.
             client = self._client.__enter__()
         if client.notebook is not self._notebook:
             # A cache hit hands back a merged copy, and myst-nb would write the
