@@ -75,6 +75,19 @@ def quiet_nbclient_timeout_line() -> None:
 
 # -- jupyter-cache 1.0.1 -------------------------------------------------------------
 
+def wrap_executenb(wrapper: Callable) -> None:
+    """Replace the ``executenb`` (nbclient's ``execute``) that jupyter-cache's
+    ``single_nb_execution`` calls by ``wrapper(original)``.
+
+    The one call through which myst-nb executes a page, in both its cache and
+    its direct mode; myst-nb 1.4 passes it no kernel manager and no shutdown
+    mode. Retired by myst-nb's ``kernel_manager_class`` (executablebooks/MyST-NB#721).
+    """
+    import jupyter_cache.executors.utils
+
+    jupyter_cache.executors.utils.executenb = wrapper(jupyter_cache.executors.utils.executenb)
+
+
 def is_duplicate_cache_record(error: Exception) -> bool:
     """Two parallel readers caching identical notebooks race inside jupyter-cache's
     ``cache_notebook_bundle``; the loser fails in one of three places, depending on

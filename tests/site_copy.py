@@ -98,18 +98,20 @@ def write(path: Path, text: str) -> None:
 
 
 def build(folder: Path, builder: str = "html", *extra: str, jobs: int | str = 1,
-          builddir: Path | None = None, timeout: int = 300) -> Build:
+          builddir: Path | None = None, timeout: int = 300,
+          env: dict[str, str] | None = None) -> Build:
     """Run the Makefile's strict build (``make html`` or ``make doctest``) in ``folder``.
 
     ``extra`` are sphinx-build options for this run (the Makefile's ``O``). One
     reader by default: a build after one fault has one page to execute.
-    ``builddir`` builds somewhere other than ``folder``'s own ``_build``.
+    ``builddir`` builds somewhere other than ``folder``'s own ``_build``; ``env``
+    adds environment variables.
     """
     process = subprocess.Popen(
         ["make", "--no-print-directory", builder, f"VENV={VENV}", f"JOBS={jobs}",
          f"O={' '.join(extra)}", *([f"BUILDDIR={builddir}"] if builddir else [])],
         cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "NO_COLOR": "1"}, start_new_session=True,
+        env={**os.environ, "NO_COLOR": "1", **(env or {})}, start_new_session=True,
     )
     try:
         log, _ = process.communicate(timeout=timeout)

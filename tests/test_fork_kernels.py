@@ -1,14 +1,18 @@
-"""The fork server's kernels: isolated from each other, and under the manager's control.
+"""The fork server's children: isolated from each other, and under the build's control.
 
-Each page's kernel is forked from one warm server (autograd_docs/kernels/server.py). These
-tests drive kernels the way the build does, through jupyter_client, and check that
-nothing a page does reaches the next page, that interrupts and shutdowns reach the
-kernel, and that nothing outlives the server. They assert behaviour, never times.
+Each page runs in a process forked from one warm server (autograd_docs/kernels/server.py):
+by default a page runner (``page_runner.py``, no kernel protocol), with
+AUTOGRAD_DOCS_KERNEL_PROTOCOL=1 a Jupyter kernel. These tests drive both the way
+the build does (nbclient, through ``page_client`` or jupyter_client), and check
+that nothing a page does reaches the next page, that the runner's outputs and
+errors are a kernel's, that interrupts and shutdowns reach the kernel, and that
+nothing outlives the server. They assert behaviour, never times.
 """
 
 import ast
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -18,10 +22,14 @@ import textwrap
 import time
 from pathlib import Path
 
+import nbclient
+import nbformat
 import pytest
 from jupyter_client.manager import KernelManager
+from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
 from autograd_docs import kernels as fork_kernels
+from autograd_docs.kernels import page_client
 from autograd_docs.kernels.environment import kernel_environment
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -213,6 +221,130 @@ def test_a_page_sees_none_of_what_the_page_before_it_did(server, tmp_path):
     assert seen == fresh
     assert seen["leak"] is False and seen["grad"] is True
     assert seen["dtype"] == "torch.float32" and seen["precision"] == 4
+
+
+# -- pages run without a kernel (page_runner.py) ---------------------------------
+
+def notebook(*cells) -> nbformat.NotebookNode:
+    """A page's notebook: each cell its source, or (source, tags)."""
+    return nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(textwrap.dedent(cell), metadata={})
+        if isinstance(cell, str) else
+        nbformat.v4.new_code_cell(textwrap.dedent(cell[0]), metadata={"tags": cell[1]})
+        for cell in cells])
+
+
+def run_forked(server, page: nbformat.NotebookNode, cwd: Path, timeout: int = 60):
+    """Run ``page`` as the build runs a page: forked, no kernel protocol."""
+    return page_client.execute_forked(
+        nbclient.execute, page, server.socket_path, {**os.environ, **BUILD_ENVIRONMENT},
+        cwd=str(cwd), timeout=timeout, allow_errors=False)
+
+
+def run_in_kernel(page: nbformat.NotebookNode, cwd: Path) -> nbformat.NotebookNode:
+    """The oracle: the same page in a Jupyter kernel (the server's kernelspec)."""
+    return nbclient.execute(page, cwd=str(cwd), timeout=60, allow_errors=False,
+                            kernel_name="python3")
+
+
+# What a kernel makes of a cell: every kind of output, in a kernel's order. Not
+# a write to the file descriptor: ipykernel captures it on a thread of its own,
+# and in a kernel as in the runner it sometimes lands in the next cell.
+EVERY_KIND_OF_OUTPUT = [
+    """
+    import sys, warnings
+    import torch
+    print("to stdout"); print("to stderr", file=sys.stderr); print("stdout again")
+    warnings.warn("a warning")
+    torch.arange(3.0)
+    """,
+    """
+    from IPython.display import HTML, Markdown, display
+    display(HTML("<b>rich</b>"), Markdown("*md*"))
+    handle = display("to be updated", display_id=True)
+    handle.update("updated")
+    """,
+    """
+    import matplotlib.pyplot as plt
+    plt.plot([0, 1], [1, 0]); plt.title("a figure")
+    """,
+    ("""
+    def fails():
+        raise ValueError("expected")
+    fails()
+    """, ["raises-exception"]),
+    "%time x = sum(range(10))\nx",
+]
+
+
+def without_pids(outputs) -> str:
+    """A warning names the cell's file, /tmp/ipykernel_<pid>/…: a pid, either way."""
+    return re.sub(r"ipykernel_\d+", "ipykernel_<pid>", json.dumps(outputs))
+
+
+def test_a_forked_page_prints_what_a_kernel_prints(server, tmp_path):
+    forked = run_forked(server, notebook(*EVERY_KIND_OF_OUTPUT), tmp_path)
+    kernel = run_in_kernel(notebook(*EVERY_KIND_OF_OUTPUT), tmp_path)
+    assert forked.metadata == kernel.metadata  # language_info, from kernel_info
+    for index, (ours, theirs) in enumerate(zip(forked.cells, kernel.cells, strict=True)):
+        if "%time" in ours.source:  # a timing: the same outputs, other numbers
+            assert [o.get("name") for o in ours.outputs] == [
+                o.get("name") for o in theirs.outputs]
+            continue
+        assert (ours.execution_count, without_pids(ours.outputs)) == (
+            theirs.execution_count, without_pids(theirs.outputs)), f"cell {index}"
+    kinds = {output.output_type for cell in forked.cells for output in cell.outputs}
+    assert kinds == {"stream", "execute_result", "display_data", "error"}
+    figure = forked.cells[2].outputs[-1]
+    assert figure.data["image/png"] == kernel.cells[2].outputs[-1].data["image/png"]
+
+
+def test_a_forked_page_sees_none_of_what_the_page_before_it_did(server, tmp_path):
+    page_a = run_forked(server, notebook("import os\nos.getpid()", MESS_UP), tmp_path)
+    page_b = run_forked(server, notebook("import os\nos.getpid()",
+                                         "import json\n" + textwrap.dedent(PRISTINE)),
+                        tmp_path)
+    pid_a, pid_b = (int(page.cells[0].outputs[0].data["text/plain"])
+                    for page in (page_a, page_b))
+    assert pid_a != pid_b, "every page runs in its own process"
+    seen = json.loads(page_b.cells[1].outputs[0].text)
+    fresh = fresh_interpreter_defaults()
+    assert seen.pop("initial_seed") not in (fresh.pop("initial_seed"), 1234)
+    assert seen == fresh
+
+
+def test_a_forked_page_fails_as_nbclient_fails_a_kernel(server, tmp_path):
+    page = notebook("x = 1", "raise KeyError('missing')", "x = 2")
+    with pytest.raises(CellExecutionError) as failed:
+        run_forked(server, page, tmp_path)
+    assert failed.value.ename == "KeyError"
+    assert page.cells[1].outputs[0].ename == "KeyError"
+    assert page.cells[2].execution_count is None, "the cell after the error never ran"
+
+
+def test_a_forked_page_times_out_and_its_process_is_killed(server, tmp_path):
+    page = notebook("import os\nprint(os.getpid(), flush=True)",
+                    "import time\ntime.sleep(600)")
+    with pytest.raises(CellTimeoutError):
+        run_forked(server, page, tmp_path, timeout=2)
+    assert page.cells[1].execution_count == 2, "the cell that timed out had started"
+    assert wait_until_dead(int(page.cells[0].outputs[0].text)), (
+        "the timed-out page's process is gone")
+
+
+def test_a_forked_page_whose_process_dies_fails_as_a_dead_kernel(server, tmp_path):
+    with pytest.raises(DeadKernelError):
+        run_forked(server, notebook("import os\nos._exit(3)"), tmp_path)
+
+
+def test_cells_to_run_follows_nbclient(server, tmp_path):
+    """nbclient skips empty cells, markdown and skip-execution; the runner must
+    be given exactly the cells nbclient asks for, or the page fails loudly."""
+    page = notebook("", ("raise SystemExit('skipped')", ["skip-execution"]), "1 + 1")
+    page.cells.insert(0, nbformat.v4.new_markdown_cell("# a page"))
+    assert [cell["source"] for cell in page_client.cells_to_run(page, False)] == ["1 + 1"]
+    run_forked(server, page, tmp_path)
+    assert page.cells[-1].outputs[0].data["text/plain"] == "2"
 
 
 def test_a_kernel_is_forked_from_the_server_with_torch_already_imported(
@@ -440,6 +572,7 @@ def test_a_parallel_build_shares_one_server_and_leaves_nothing_behind(tmp_path):
         [sys.executable, "-c", "import torch; torch.manual_seed(0); "
          "print(torch.rand(2).tolist())"], capture_output=True, text=True).stdout.strip()
     assert all(f"draw {oracle}" in page for page in pages)
+    assert all("page_runner.py" in page for page in pages), "no kernel protocol by default"
     spec = json.loads((tmp_path / "doctrees" / "jupyter" / "kernels" / "python3"
                        / "kernel.json").read_text())
     socket_path = Path(spec["argv"][spec["argv"].index("-f") - 1])
@@ -452,4 +585,11 @@ def test_a_parallel_build_shares_one_server_and_leaves_nothing_behind(tmp_path):
 def test_the_fallback_says_so_once_and_runs_plain_kernels(tmp_path):
     log, pages = build_site(tmp_path, **{fork_kernels.ENV_SWITCH: "0"})
     assert log.count("fork server off") == 1, log
+    assert all("page_kernel.py" in page for page in pages)
+
+
+@pytest.mark.build
+def test_the_kernel_protocol_switch_runs_forked_kernels(tmp_path):
+    log, pages = build_site(tmp_path, **{fork_kernels.PROTOCOL_SWITCH: "1"})
+    assert "fork server off" not in log
     assert all("page_kernel.py" in page for page in pages)

@@ -8,10 +8,12 @@ and line.
 On the real site: ``make html`` (which ``make test`` runs first) is compared with
 a second clean build of the same sources into a scratch folder, executing every
 page again through the build's own machinery (strict flags, fork server,
-kernelspec, the execution cache, empty). Each cell must print the same, and
-every file of the site must be the same bytes, except what is tagged
-``measured``: the build machine's timings, which differ from run to run on
-purpose (the reverse-mode page's plot, the execution table).
+kernelspec, the execution cache, empty), but the other way: in Jupyter kernels
+over the kernel protocol (AUTOGRAD_DOCS_KERNEL_PROTOCOL=1), the oracle of the
+default page runner. Each cell must print the same, and every file of the site
+must be the same bytes (figures too), except what is tagged ``measured``: the
+build machine's timings, which differ from run to run on purpose (the
+reverse-mode page's plot, the execution table).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from pathlib import Path
 
 import pytest
 from filelock import FileLock
+
+from autograd_docs import kernels as fork_kernels
 
 from site_copy import (
     ROOT,
@@ -87,7 +91,8 @@ real_site = pytest.mark.xdist_group("real-site-again")
 @pytest.fixture(scope="session")  # kept by its worker even if other tests run between
 def built_again(workspace) -> Path:
     """The real site built once more, clean, as ``make html`` builds it but with
-    an empty execution cache of its own: every page executes again."""
+    an empty execution cache of its own and every page executed again, in a
+    kernel: the pages' outputs, both ways."""
     if not (BUILT / "html" / "index.html").is_file():
         pytest.fail("needs the site `make html` builds (`make test` runs it first)",
                     pytrace=False)
@@ -103,7 +108,8 @@ def built_again(workspace) -> Path:
 def built_once_more(again: Path) -> str:
     """Build the real site into ``again``; the build's log."""
     result = build(ROOT, "html", "-D", f"nb_execution_cache_path={again / '.jupyter_cache'}",
-                   jobs="auto", builddir=again, timeout=900)
+                   jobs="auto", builddir=again, timeout=900,
+                   env={fork_kernels.PROTOCOL_SWITCH: "1"})
     log = result.log
     assert result.returncode == 0, log
     assert "fork server off" not in log, "the second build ran without the fork server"
@@ -126,8 +132,10 @@ def test_every_page_prints_the_same_when_executed_again(built_again):
     before = {key: value for key, value in executed_outputs(first).items() if key[0] in pages}
     after = executed_outputs(second)
     differences = [f"{page}:{line}: this cell printed something different when executed "
-                   "again: seed the randomness it uses (torch.manual_seed(0) in the page's "
-                   "first cell) or print something that does not vary"
+                   "again, in a kernel: seed the randomness it uses (torch.manual_seed(0) "
+                   "in the page's first cell) or print something that does not vary; if "
+                   "two builds with AUTOGRAD_DOCS_KERNEL_PROTOCOL=1 agree, the page runner "
+                   "(autograd_docs/kernels/page_runner.py) is at fault"
                    for page, line in sorted(set(before) | set(after))
                    if before.get((page, line)) != after.get((page, line))]
     assert differences == [], "\n".join(differences)

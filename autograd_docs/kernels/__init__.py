@@ -1,13 +1,20 @@
-"""The one owner of the ``python3`` kernelspec and of the fork server's life.
+"""The one owner of the ``python3`` kernelspec, of the fork server's life, and of
+how a page is executed.
 
-Every page runs in a kernel forked from a warm server, not started from cold.
+Every page runs in a process forked from a warm server, not started from cold.
 When the build is about to read pages, this extension starts ``server.py``
 (which imports torch, numpy, matplotlib and ipykernel once, and runs nothing
-else), and writes the ``python3`` kernelspec once: its command is
-``launcher.py``, a standard-library-only command that asks the server to fork a
-fresh kernel for the page and stands in for it (signals in, exit status out), or
-``page_kernel.py`` itself when the server is off. Every page still runs in its
-own process. The kernelspec is named ``python3`` so that the downloadable
+else). For each page, jupyter-cache's ``executenb`` (wrapped here) asks the
+server for a child that runs the page's cells itself with ipykernel's shell
+(``page_runner.py``) and streams the messages back; nbclient turns them into the
+notebook through ``page_client.py``'s stand-in kernel manager, with no kernel
+protocol in between. Every page still runs in its own process.
+
+The ``python3`` kernelspec is written once too, and is what runs a page when
+the runner cannot: its command is ``launcher.py``, a standard-library-only
+command that asks the server to fork a fresh Jupyter kernel for the page and
+stands in for it (signals in, exit status out), or ``page_kernel.py`` itself
+when the server is off. It is named ``python3`` so that the downloadable
 notebooks name the kernel readers have.
 
 The server is stopped when the build finishes, and at interpreter exit if the
@@ -17,7 +24,9 @@ once (SIGKILL to both, a machine that loses power), the folder stays; the next
 build removes it, once its lock proves that nothing holds it any more. Parallel
 readers (``-j``) are forked after the server starts and share it.
 
-Set ``AUTOGRAD_DOCS_FORK_SERVER=0`` to run plain kernels. Where fork is not
+Set ``AUTOGRAD_DOCS_KERNEL_PROTOCOL=1`` to run pages in forked Jupyter kernels
+instead (the way before the runner, and its oracle in tests), and
+``AUTOGRAD_DOCS_FORK_SERVER=0`` to run plain kernels. Where fork is not
 available (not Linux), the build says so once and runs plain kernels.
 """
 
@@ -40,13 +49,18 @@ from pathlib import Path
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
+from autograd_docs import _compat
 from autograd_docs._compat import config_value_at_setup
 from autograd_docs.kernels.environment import kernel_environment
+from autograd_docs.kernels.page_client import ServerUnreachable, execute_forked
 
 logger = logging.getLogger(__name__)
 
 HERE = Path(__file__).parent
 ENV_SWITCH = "AUTOGRAD_DOCS_FORK_SERVER"
+# =1: pages run in Jupyter kernels forked from the server, over the kernel
+# protocol (the path before page_runner.py; bench compares the two).
+PROTOCOL_SWITCH = "AUTOGRAD_DOCS_KERNEL_PROTOCOL"
 FOLDER_PREFIX = "autograd-docs-kernels-"  # in the temp folder, one per build
 LOCK = "build.lock"  # locked (flock) for as long as the build or its server lives
 
@@ -174,6 +188,9 @@ class ForkServer:
 
 
 _server: ForkServer | None = None
+# Set before parallel readers fork, when pages run in forked children without
+# a kernel: the server's socket and the kernelspec's environment.
+_forked_pages: tuple[str, dict[str, str]] | None = None
 
 
 def kernelspec_file(app: Sphinx) -> Path:
@@ -240,8 +257,11 @@ def _install_kernelspec(app: Sphinx, env, docnames: list[str]) -> None:
                     "and imports torch itself")
         argv = plain_kernel_argv()
     else:
+        global _forked_pages
         _start_server(app)
         argv = launcher_argv(_server.socket_path)
+        if os.environ.get(PROTOCOL_SWITCH) != "1":
+            _forked_pages = (_server.socket_path, kernel_environment(Path(app.confdir)))
     spec = {
         "argv": argv,
         "display_name": "Python 3 (ipykernel)",
@@ -257,6 +277,26 @@ def _install_kernelspec(app: Sphinx, env, docnames: list[str]) -> None:
             filter(None, [kernels, os.environ.get("JUPYTER_PATH")]))
 
 
+def _execute_page(original):
+    """Wrap jupyter-cache's ``executenb``: run the page in a child forked for it
+    (``page_runner.py``), nbclient driving it through ``ForkedPageManager``;
+    through the kernelspec's kernel when the server is off or unreachable."""
+
+    def executenb(notebook, cwd=None, **kwargs):
+        if _forked_pages is not None:
+            socket_path, spec_environment = _forked_pages
+            try:
+                return execute_forked(original, notebook, socket_path,
+                                      {**os.environ, **spec_environment}, cwd=cwd, **kwargs)
+            except ServerUnreachable as error:
+                # As the launcher does: the page still runs, and says why it is slow.
+                logger.info(f"fork server unreachable ({error}): this page runs in a "
+                            "kernel of its own")
+        return original(notebook, cwd=cwd, **kwargs)
+
+    return executenb
+
+
 def _stop_server(*_args) -> None:
     global _server
     if _server is not None:
@@ -270,4 +310,5 @@ def setup(app: Sphinx) -> dict:
     # env-before-read-docs: before parallel readers fork, and only when pages are read.
     app.connect("env-before-read-docs", _install_kernelspec)
     app.connect("build-finished", _stop_server)
+    _compat.wrap_executenb(_execute_page)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,9 +1,9 @@
 """The command of the ``python3`` kernelspec when the fork server runs.
 
-Usage: ``python -I -S fork_launcher.py SOCKET -f CONNECTION_FILE``.
+Usage: ``python -I -S launcher.py SOCKET -f CONNECTION_FILE``.
 
 Standard library only, so it starts in a few milliseconds. It asks the fork
-server (``fork_server.py``) listening on SOCKET for a fresh kernel for this
+server (``server.py``) listening on SOCKET for a fresh kernel for this
 connection file, hands it this process's stdin, stdout, stderr, working folder
 and environment, then stands in for that kernel towards the kernel manager:
 

@@ -1,7 +1,7 @@
 """Fork a fresh page kernel per request, from a process that imported torch once.
 
-Usage: ``python fork_server.py SOCKET LISTENER_FD PARENT_PID STATUS_FD LOCK_FD``
-(started by ``fork_kernels``, which binds SOCKET and passes it listening as
+Usage: ``python server.py SOCKET LISTENER_FD PARENT_PID STATUS_FD LOCK_FD``
+(started by ``autograd_docs.kernels``, which binds SOCKET and passes it listening as
 LISTENER_FD, the write end of a pipe as STATUS_FD, and the build's lock on its
 folder as LOCK_FD). On STATUS_FD the server writes ``importing`` once it watches
 its parent, then ``ready`` once its imports are done, and closes it.
@@ -10,14 +10,19 @@ A plain page kernel spends about a second starting ipykernel and nearly two
 importing torch, before running a page whose own code takes a fraction of that.
 This server pays both once: it imports torch, numpy, matplotlib and ipykernel,
 runs nothing else (no tensor op, no thread pool, no kernel), then waits on a unix
-socket. For each ``fork_launcher`` that connects, it forks a child that becomes
+socket. For each ``launcher.py`` that connects, it forks a child that becomes
 that page's kernel: a separate process, so nothing one page does reaches the
 next, which starts from the server's untouched, just-imported state.
+
+A page runner (``page_client.py`` in the build) connects the same way, with a
+request of ``kind: page`` that carries the page's cells and a fourth
+descriptor, the socket the child streams its messages to; its child runs
+``page_runner.main()`` instead of a kernel.
 
 The child takes the launcher's stdin, stdout and stderr (passed over the socket),
 working folder, environment and arguments, undoes what it inherited from the
 server (``RESETS``, one entry per thing), and runs ``page_kernel.main()``
-exactly as a plain kernel would.
+exactly as a plain kernel would (or the page runner).
 
 The server exits when it gets SIGTERM or SIGINT, when its parent (the Sphinx
 build) exits, or when its stdin closes, and always the same way (``shutdown``):
@@ -70,7 +75,9 @@ def preload() -> None:
     # modules unless told not to validate files, as ipykernel's own kernelspec does.
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     import ipykernel.debugger  # noqa: F401
+    import ipykernel.inprocess.manager  # noqa: F401  -- page_runner's kernel
     import page_kernel  # noqa: F401
+    import page_runner  # noqa: F401
     # What Python's docs advise before forking without exec: move everything
     # imported so far out of the collector's way, so a kernel's garbage
     # collections neither walk torch's objects nor copy their memory pages.
@@ -119,7 +126,9 @@ class Server:
         pid = None
         try:
             conn.settimeout(10)
-            header, fds, _, _ = socket.recv_fds(conn, 4, 3)
+            # stdin, stdout, stderr, and for a page (not a kernel) the socket
+            # its messages go to
+            header, fds, _, _ = socket.recv_fds(conn, 4, 4)
             try:
                 header += _recv_exactly(conn, 4 - len(header))
                 request = json.loads(_recv_exactly(conn, struct.unpack("!I", header)[0]))
@@ -245,8 +254,9 @@ class Server:
         try:
             die_with_parent(signal.SIGKILL, self.server_pid)
             os.setpgid(0, 0)
-            # Become the launcher's kernel: its stdio, folder, environment, argv.
-            for target, fd in enumerate(fds):
+            # Become the launcher's kernel (or the page's runner): its stdio,
+            # folder, environment, argv.
+            for target, fd in enumerate(fds[:3]):
                 os.dup2(fd, target)
                 if fd > 2:
                     os.close(fd)
@@ -257,9 +267,14 @@ class Server:
             # Then undo what the server was, and what forking from it shares.
             for reset in RESETS.values():
                 reset(self, conn)
-            import page_kernel
+            if request.get("kind") == "page":
+                import page_runner
 
-            page_kernel.main()
+                page_runner.main(fds[3], request["cells"])
+            else:
+                import page_kernel
+
+                page_kernel.main()
             code = 0
         except SystemExit as exit_:
             code = exit_.code if isinstance(exit_.code, int) else (exit_.code is not None)

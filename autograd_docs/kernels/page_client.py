@@ -1,0 +1,258 @@
+"""The build's side of a page run by ``page_runner.py``: a kernel manager and a
+kernel client that nbclient drives as it drives any kernel.
+
+nbclient still does everything it does for a kernel: it turns each message into
+the cell's outputs, numbers the cells, applies ``raises-exception`` and
+``allow_errors``, times each cell out and raises ``CellExecutionError``,
+``CellTimeoutError`` or ``DeadKernelError``. Only the transport is new: the
+messages come, already complete, over one socket from a child the fork server
+forked for the page, instead of over ZMQ from a kernel that answers one request
+at a time. There is nothing to wait for (no kernel start, no 0.2 s
+``wait_for_ready``, no graceful shutdown): "shutdown" is a SIGKILL to a process
+that has finished its page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import queue
+import select
+import signal
+import socket
+import struct
+from collections.abc import Callable
+
+from nbclient.client import NotebookClient
+from nbformat import NotebookNode
+
+KERNEL_INFO = -1  # the "cell" page_runner tags the kernel-info reply with
+PAGE_RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "page_runner.py")
+
+
+def cells_to_run(notebook: NotebookNode, allow_errors: bool) -> list[dict]:
+    """The cells nbclient will ask the kernel to run, in its order and with its
+    ``stop_on_error``, by nbclient's own rules (``async_execute_cell``)."""
+    defaults = NotebookClient(notebook)
+    skip_tag = defaults.skip_cells_with_tag
+    cells = []
+    for cell in notebook.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell.cell_type != "code" or not cell.source.strip() or skip_tag in tags:
+            continue
+        cells.append({"source": cell.source,
+                      "stop_on_error": not (allow_errors or "raises-exception" in tags)})
+    return cells
+
+
+class ServerUnreachable(Exception):
+    """The fork server could not fork a child for the page; nothing ran."""
+
+
+class _Channel:
+    """One of the client's channels: messages of one kind, as they arrive."""
+
+    def __init__(self, reader: _Reader, name: str) -> None:
+        self._reader, self._name = reader, name
+
+    async def get_msg(self, timeout: float | None = None) -> dict:
+        return await self._reader.next(self._name, timeout)
+
+
+class _Reader:
+    """Reads the child's JSON lines off the socket into a queue per channel.
+
+    Asynchronous, as jupyter_client's channels are: nbclient waits on the shell
+    reply (with the cell's timeout) and on IOPub at the same time, in one event
+    loop. A message's parent id is replaced by the id the client gave the
+    request it belongs to (``cell-<k>``), as a kernel echoes the request's id.
+    """
+
+    _END = None  # queued on both channels when the child closes the socket
+
+    def __init__(self, results: socket.socket) -> None:
+        results.setblocking(False)
+        self._results = results
+        self._buffer = b""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.queues: dict[str, asyncio.Queue] = {}
+
+    async def next(self, channel: str, timeout: float | None) -> dict:
+        if self._loop is None:  # nbclient's event loop, on its first read
+            self._loop = asyncio.get_running_loop()
+            self.queues = {"shell": asyncio.Queue(), "iopub": asyncio.Queue()}
+            self._loop.add_reader(self._results.fileno(), self._read)
+        waiting = self.queues[channel]
+        try:
+            msg = await asyncio.wait_for(waiting.get(), timeout)
+        except TimeoutError:
+            raise queue.Empty from None  # nbclient then times the cell out
+        if msg is self._END:
+            waiting.put_nowait(self._END)
+            raise queue.Empty  # nbclient then asks is_alive: it is not
+        return msg
+
+    def _read(self) -> None:
+        try:
+            data = self._results.recv(1 << 16)
+        except (BlockingIOError, InterruptedError):
+            return
+        if not data:
+            self.stop()
+            for waiting in self.queues.values():
+                waiting.put_nowait(self._END)
+            return
+        *lines, self._buffer = (self._buffer + data).split(b"\n")
+        for line in lines:
+            record = json.loads(line)
+            msg = record["msg"]
+            msg["parent_header"]["msg_id"] = _request_id(record["cell"])
+            self.queues[record["channel"]].put_nowait(msg)
+
+    def stop(self) -> None:
+        """Stop reading (before the socket is closed)."""
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.remove_reader(self._results.fileno())
+
+
+def _request_id(cell: int) -> str:
+    return "kernel-info" if cell == KERNEL_INFO else f"cell-{cell}"
+
+
+class ForkedPageClient:
+    """The kernel client nbclient talks to: requests are already under way."""
+
+    allow_stdin = False
+
+    def __init__(self, manager: ForkedPageManager) -> None:
+        self._manager = manager
+        self._executed = 0
+        self.shell_channel = _Channel(manager.reader, "shell")
+        self.iopub_channel = _Channel(manager.reader, "iopub")
+
+    def start_channels(self) -> None:
+        pass
+
+    def stop_channels(self) -> None:
+        pass
+
+    def wait_for_ready(self, timeout: float | None = None) -> None:
+        pass  # the child sends the kernel-info reply first; nothing to wait for
+
+    def kernel_info(self) -> str:
+        return _request_id(KERNEL_INFO)
+
+    def execute(self, code: str, store_history: bool = True, stop_on_error: bool = True,
+                **_ignored) -> str:
+        index = self._executed
+        expected = self._manager.cells
+        if index >= len(expected) or expected[index]["source"] != code:
+            raise RuntimeError(
+                f"nbclient asked to run cell {index} of a page, which the forked "
+                "runner was not given: page_client.cells_to_run no longer follows "
+                "nbclient's rules")
+        self._executed += 1
+        return _request_id(index)
+
+    def is_alive(self) -> bool:
+        return self._manager.is_alive()
+
+
+class ForkedPageManager:
+    """Stands in for a kernel manager: asks the fork server for a child that runs
+    the page, knows its pid, kills it at shutdown."""
+
+    kernel_name = "python3"
+
+    def __init__(self, socket_path: str, cells: list[dict], env: dict[str, str]) -> None:
+        self.socket_path, self.cells, self.env = socket_path, cells, env
+        self.pid: int | None = None
+        self.exit_status: int | None = None
+        self._server: socket.socket | None = None
+        self._results: socket.socket | None = None
+        self.reader: _Reader | None = None
+
+    @property
+    def has_kernel(self) -> bool:
+        return self.pid is not None
+
+    def start_kernel(self, cwd: str | None = None, **_ignored) -> None:
+        """Connect to the server and have it fork the page's child; raises
+        ServerUnreachable if it cannot."""
+        try:
+            self._fork_child(cwd)
+        except OSError as error:
+            self.cleanup_resources()
+            raise ServerUnreachable(str(error)) from error
+
+    def _fork_child(self, cwd: str | None) -> None:
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._server = server
+        server.connect(self.socket_path)
+        results, child_end = socket.socketpair()
+        self._results = results
+        request = json.dumps({"kind": "page", "cwd": cwd or os.getcwd(), "env": self.env,
+                              "argv": [PAGE_RUNNER], "cells": self.cells}).encode()
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        try:
+            socket.send_fds(server, [struct.pack("!I", len(request))],
+                            [devnull, 1, 2, child_end.fileno()])
+            server.sendall(request)
+        finally:
+            os.close(devnull)
+            child_end.close()
+        first = server.makefile("rb").readline()
+        if not first:
+            raise OSError("the fork server closed the connection")
+        self.pid = json.loads(first)["pid"]
+        self.reader = _Reader(results)
+
+    def client(self) -> ForkedPageClient:
+        return ForkedPageClient(self)
+
+    def is_alive(self) -> bool:
+        """Until the server says the child exited (it writes the exit status)."""
+        if (self.exit_status is None and self._server is not None
+                and select.select([self._server], [], [], 0)[0]):
+            line = self._server.recv(4096)
+            self.exit_status = json.loads(line)["status"] if line.strip() else -9
+        return self.pid is not None and self.exit_status is None
+
+    def interrupt_kernel(self) -> None:
+        self._signal(signal.SIGINT)
+
+    def shutdown_kernel(self, now: bool = True, restart: bool = False) -> None:
+        self._signal(signal.SIGKILL)
+
+    def cleanup_resources(self, restart: bool = False) -> None:
+        if self.reader is not None:
+            self.reader.stop()
+        for sock in (self._results, self._server):
+            if sock is not None:
+                sock.close()
+        self._results = self._server = None
+
+    def _signal(self, signum: int) -> None:
+        if self.pid is not None and self.exit_status is None:
+            try:
+                os.killpg(self.pid, signum)
+            except ProcessLookupError:
+                pass
+
+
+def execute_forked(execute: Callable, notebook: NotebookNode, socket_path: str,
+                   env: dict[str, str], cwd: str | None = None, **kwargs) -> NotebookNode:
+    """Run ``notebook`` with nbclient's ``execute`` (taking the same arguments) in
+    a child the fork server at ``socket_path`` forks for it, with ``env`` as its
+    environment. Raises ServerUnreachable, having run nothing, if the server
+    cannot be reached; otherwise whatever nbclient raises."""
+    manager = ForkedPageManager(
+        socket_path, cells_to_run(notebook, kwargs.get("allow_errors", False)), env)
+    manager.start_kernel(cwd=cwd)
+    try:
+        return execute(notebook, cwd=cwd, km=manager, **kwargs)
+    finally:
+        manager.shutdown_kernel(now=True)
+        manager.cleanup_resources()
+
