@@ -76,6 +76,11 @@ def preload() -> None:
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     import ipykernel.debugger  # noqa: F401
     import ipykernel.inprocess.manager  # noqa: F401  -- page_runner's kernel
+    # What starting that kernel imports (its history database, its process
+    # inspection, IPython's debugger), not to pay for them in every page.
+    import bdb  # noqa: F401
+    import psutil  # noqa: F401
+    import sqlite3  # noqa: F401
     import page_kernel  # noqa: F401
     import page_runner  # noqa: F401
     # What Python's docs advise before forking without exec: move everything
