@@ -75,6 +75,8 @@ class _Reader:
         results.setblocking(False)
         self._results = results
         self._buffer = b""
+        self.finished = False  # the child sent everything (its "done" line)
+        self.ended = False  # the socket is closed: finished, or the child died
         self._loop: asyncio.AbstractEventLoop | None = None
         self.queues: dict[str, asyncio.Queue] = {}
 
@@ -99,6 +101,7 @@ class _Reader:
         except (BlockingIOError, InterruptedError):
             return
         if not data:
+            self.ended = True
             self.stop()
             for waiting in self.queues.values():
                 waiting.put_nowait(self._END)
@@ -106,6 +109,9 @@ class _Reader:
         *lines, self._buffer = (self._buffer + data).split(b"\n")
         for line in lines:
             record = json.loads(line)
+            if record["channel"] == "done":
+                self.finished = True
+                continue
             msg = record["msg"]
             msg["parent_header"]["msg_id"] = _request_id(record["cell"])
             self.queues[record["channel"]].put_nowait(msg)
@@ -212,7 +218,10 @@ class ForkedPageManager:
         return ForkedPageClient(self)
 
     def is_alive(self) -> bool:
-        """Until the server says the child exited (it writes the exit status)."""
+        """Until the child closed its socket without finishing, or the server says
+        it exited (it writes the exit status)."""
+        if self.reader is not None and self.reader.ended and not self.reader.finished:
+            return False
         if (self.exit_status is None and self._server is not None
                 and select.select([self._server], [], [], 0)[0]):
             line = self._server.recv(4096)

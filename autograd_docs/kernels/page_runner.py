@@ -16,8 +16,9 @@ waits for the cell's "idle" status, so that every message is tagged with the
 cell it belongs to, then writes the reply. A cell that fails with
 ``stop_on_error`` ends the page, as it ends a kernel's queue. Each message is
 one JSON line on RESULTS_FD: ``{"cell": k, "channel": "iopub"|"shell", "msg": …}``
-(``cell`` is ``-1`` for the kernel-info reply). Then the child waits for the
-build to hang up, so it is alive for as long as the build reads its messages.
+(``cell`` is ``-1`` for the kernel-info reply), and last a ``done`` line. Then
+the child waits for the build to hang up, so it is alive for as long as the
+build reads its messages.
 
 Only the standard library, ipykernel and its dependencies are imported here:
 the fork server imports this module as a plain script.
@@ -31,6 +32,7 @@ import threading
 
 IDLE_WAIT = 30  # seconds; the "idle" of a cell that has returned is never this late
 KERNEL_INFO = -1
+DONE = -2  # the last line: every message was sent (a page that ends otherwise died)
 
 
 def _kernel():
@@ -111,6 +113,7 @@ def run(results: socket.socket, cells: list[dict]) -> None:
             break
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
+    sender.send(DONE, "done", {})
 
 
 def main(results_fd: int, cells: list[dict]) -> None:
