@@ -82,12 +82,16 @@ def format_page_line(done: int, total: int, path: str, seconds: float, state: st
 
 
 def split_problems(log: str) -> tuple[str, list[str]]:
-    """``log`` before the end-of-build list of problems, and that list's entries
-    (``path:line: message``, or a message alone), without their indent."""
+    """``log`` less the end-of-build list of problems, and that list's entries
+    (``path:line: message``, or a message alone), without their indent.
+
+    What follows the list is kept: a log of stdout then stderr (as tools capture
+    them) has the warnings, printed to stderr, after it."""
     lines = ANSI_ESCAPE.sub("", log).splitlines(keepends=True)
     for start, line in enumerate(lines):
         if _PROBLEMS_HEADING.match(line.strip()):
             entries: list[str] = []
+            end = start + 1
             for entry in lines[start + 1:]:
                 if entry.startswith(PROBLEM_INDENT * 2) and entries:
                     entries[-1] += "\n" + entry[len(PROBLEM_INDENT) * 2:].rstrip("\n")
@@ -95,7 +99,8 @@ def split_problems(log: str) -> tuple[str, list[str]]:
                     entries.append(entry[len(PROBLEM_INDENT):].rstrip("\n"))
                 else:
                     break
-            return "".join(lines[:start]), entries
+                end += 1
+            return "".join(lines[:start] + lines[end:]), entries
     return "".join(lines), []
 
 
@@ -112,7 +117,7 @@ class _Progress:
     def __init__(self, total: int, erase_line: bool) -> None:
         self.total = total
         self.erase = "\x1b[2K" if erase_line else ""
-        self.done = multiprocessing.get_context("fork").Value("i", 0)
+        self.done = multiprocessing.Value("i", 0)  # shared memory, a lock with it
 
 
 _progress: _Progress | None = None
@@ -157,10 +162,18 @@ class _Relative(logging.Filter):
         location = getattr(record, "location", None)
         if isinstance(location, str) and location.startswith(self.root):
             record.location = location[len(self.root):]
-        message = logging.LogRecord.getMessage(record)
+        message = _message(record)
         if self.root in message:
             record.msg, record.args = message.replace(self.root, ""), ()
         return True
+
+
+def _message(record: logging.LogRecord) -> str:
+    """The record's message, without the location Sphinx's records put first."""
+    try:
+        return logging.LogRecord.getMessage(record)
+    except (TypeError, ValueError):  # arguments that do not fit: shown as logged
+        return str(record.msg)
 
 
 class _Quiet(logging.Filter):
@@ -175,7 +188,7 @@ class _Collect(logging.Filter):
     """Keep every warning and error shown, for the list at the end."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = logging.LogRecord.getMessage(record)
+        message = _message(record)
         location = getattr(record, "location", None)
         _problems.append(f"{location}: {message}" if location else message)
         return True

@@ -53,8 +53,8 @@ class Build:
     @property
     def warnings(self) -> list[str]:
         """The warning and error lines, as printed where each arose."""
-        before_the_list, _ = split_problems(self.log)
-        return [line for line in before_the_list.splitlines() if "WARNING" in line
+        rest, _ = split_problems(self.log)
+        return [line for line in rest.splitlines() if "WARNING" in line
                 or "ERROR" in line]
 
     @property

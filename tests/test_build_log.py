@@ -73,12 +73,15 @@ def test_a_page_line_reads_back_as_it_was_written():
     assert [str(page) for page in pages] == lines
 
 
-def test_the_list_of_problems_reads_back_without_the_log_before_it():
+def test_the_list_of_problems_reads_back_apart_from_the_rest_of_the_log():
     log = ("docs/a.md:3: WARNING: one\nmore log\n\n2 problems:\n  docs/a.md:3: one\n"
            "  docs/b.md: two\n    and its second line\nbuild finished with problems.\n")
-    before, listed = split_problems(log)
+    rest, listed = split_problems(log)
     assert listed == ["docs/a.md:3: one", "docs/b.md: two\nand its second line"]
-    assert before == "docs/a.md:3: WARNING: one\nmore log\n\n"
+    assert rest == "docs/a.md:3: WARNING: one\nmore log\n\nbuild finished with problems.\n"
+    # Captured as stdout then stderr: the warnings come after the list.
+    rest, listed = split_problems("\n1 problem:\n  docs/a.md:3: one\ndocs/a.md:3: WARNING: one\n")
+    assert (rest, listed) == ("\ndocs/a.md:3: WARNING: one\n", ["docs/a.md:3: one"])
     assert split_problems("build succeeded.\n") == ("build succeeded.\n", [])
 
 

@@ -96,8 +96,8 @@ class Build:
         """Each warning once: as printed where it arose, not again in the list of
         problems that ends a failed build's log."""
         found = []
-        before_the_list, _ = split_problems(self.log)
-        for line in ANSI_ESCAPE.sub("", before_the_list).splitlines():
+        rest, _ = split_problems(self.log)
+        for line in ANSI_ESCAPE.sub("", rest).splitlines():
             match = WARNING.match(line)
             if match:
                 found.append(Warning(match["page"], int(match["line"] or 0) or None,
