@@ -15,6 +15,7 @@ from sphinx.application import Sphinx
 def setup(app: Sphinx) -> dict:
     # First: on a clean build, the fork server's imports overlap loading the rest.
     app.setup_extension("autograd_docs.kernels")  # the kernelspec; the fork server
+    app.setup_extension("autograd_docs.build_log")  # a line per page, problems at the end
     app.setup_extension("myst_nb")  # the parts below hook into it
     app.setup_extension("autograd_docs.execution")  # cache keys, cell checks
     app.setup_extension("autograd_docs.authoring")  # refs, toctrees, includes, doctests

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import myst_nb.sphinx_
 import myst_nb.sphinx_ext
@@ -25,10 +25,22 @@ from sphinx.config import Config
 
 WRITTEN_AGAINST = {
     "sphinx": "9.0.4",
+    "myst-parser": "5.2.0",
     "myst-nb": "1.4.0",
     "jupyter-cache": "1.0.1",
     "nbclient": "0.11.0",
 }
+
+# -- myst-parser 5.2.0 ---------------------------------------------------------------
+
+def is_myst_config_dump(record: logging.LogRecord) -> bool:
+    """myst-parser logs its whole ``MdParserConfig`` at builder-inited (one long
+    line). Matched on the logged object's type, not on wording."""
+    from myst_parser.config.main import MdParserConfig
+
+    return isinstance(record.args, tuple) and any(
+        isinstance(arg, MdParserConfig) for arg in record.args)
+
 
 # -- myst-nb 1.4.0 -------------------------------------------------------------------
 
@@ -71,6 +83,66 @@ def quiet_nbclient_timeout_line() -> None:
     logging.getLogger("traitlets").addFilter(
         lambda record: not record.getMessage().startswith("Timeout waiting for execute")
     )
+
+
+# What myst-nb logs per page (on a logger named "mystnb-<docname>", the message
+# ending " [mystnb]"): replaced by one line per page (build_log.py).
+_MYSTNB_PAGE_LINES = ("Executing notebook using ", "Executed notebook in ",
+                      "Cached executed notebook: ", "Using cached notebook: ")
+
+
+def is_mystnb_noise(record: logging.LogRecord) -> bool:
+    """An INFO line of myst-nb's that build_log.py replaces or drops: the
+    ``NbParserConfig`` dump (matched on its type), "Using jupyter-cache at:
+    <absolute path>", the three lines per executed page (or one per cache hit) and
+    "Updating N file(s) with execution table". Matched on the wording of
+    myst-nb 1.4.0 (``sphinx_ext.py``, ``core/execute/cache.py``,
+    ``ext/execution_tables.py``), which a release may change: then a line shows
+    again, nothing breaks (``tests/test_build_log.py`` notices)."""
+    from myst_nb.core.config import NbParserConfig
+
+    if record.levelno != logging.INFO:
+        return False
+    if isinstance(record.args, tuple) and any(
+            isinstance(arg, NbParserConfig) for arg in record.args):
+        return True
+    message = logging.LogRecord.getMessage(record)
+    if record.name.startswith("sphinx.mystnb-"):  # myst_nb.core.loggers.SphinxDocLogger
+        return message.endswith(" [mystnb]") and message.startswith(_MYSTNB_PAGE_LINES)
+    if record.name == "sphinx.myst_nb.sphinx_ext":
+        return message.startswith("Using jupyter-cache at: ")
+    if record.name == "sphinx.myst_nb.ext.execution_tables":
+        return message.startswith("Updating ") and "with execution table" in message
+    return False
+
+
+def executes_page(app: Sphinx, docname: str) -> bool:
+    """Whether myst-nb will execute ``docname`` or take it from the cache when it
+    reads it: ``SphinxParser.parse`` runs a page through ``create_client`` when
+    ``create_nb_reader`` reads it as a notebook, with the page's front matter
+    (``mystnb:``) over the configuration; ``create_client`` then executes unless
+    the mode is "off", the path is excluded, or the mode is "auto" and no code
+    cell lacks outputs (myst-nb 1.4.0, ``sphinx_.py`` and ``core/execute/``)."""
+    from myst_nb.core.read import create_nb_reader
+
+    path = Path(app.env.doc2path(docname))
+    if not path.is_file():
+        return False
+    text = path.read_text(encoding="utf8")
+    config = app.env.mystnb_config
+    reader = create_nb_reader(str(path), app.env.myst_config, config, text)
+    if reader is None:
+        return False
+    notebook = reader.read(text)
+    overrides = notebook.metadata.get(config.metadata_key, {})
+    mode = overrides.get("execution_mode", config.execution_mode)
+    patterns = overrides.get("execution_excludepatterns", config.execution_excludepatterns)
+    if mode == "off" or any(PurePosixPath(path.as_posix()).match(p) for p in patterns):
+        return False
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    if mode == "auto":
+        return any(not cell.get("outputs") for cell in code)
+    return mode in ("cache", "force", "inline")
 
 
 # -- jupyter-cache 1.0.1 -------------------------------------------------------------
@@ -134,3 +206,36 @@ def config_value_at_setup(config: Config, name: str, default=None):
     """A configuration value while extensions are still loading, before Sphinx
     has read it into ``config`` (private ``_overrides`` and ``_raw_config``)."""
     return config._overrides.get(name, config._raw_config.get(name, default))
+
+
+def log_handlers() -> tuple[logging.Handler, logging.Handler]:
+    """Sphinx's two handlers on its "sphinx" logger, made by
+    ``sphinx.util.logging.setup``: the status stream's (INFO, a
+    ``NewLineStreamHandler``) and the warning stream's (a
+    ``WarningStreamHandler``). A filter added to one after Sphinx's own sees each
+    record once it is translated (``record.location`` is then a path) and only if
+    it is shown (suppressed and repeated warnings are gone), in the main process:
+    a parallel reader's records are replayed there, while the reader's own
+    handlers are set aside (``LogCollector``)."""
+    from sphinx.util.logging import NAMESPACE, NewLineStreamHandler, WarningStreamHandler
+
+    handlers = logging.getLogger(NAMESPACE).handlers
+    info = next(h for h in handlers if type(h) is NewLineStreamHandler)
+    warning = next(h for h in handlers if type(h) is WarningStreamHandler)
+    return info, warning
+
+
+def is_sphinx_noise(record: logging.LogRecord) -> bool:
+    """"Writing evaluated template result to <absolute path>", one line per static
+    template (``sphinx.util.fileutil.copy_asset_file``), matched on its type."""
+    return (getattr(record, "type", None), getattr(record, "subtype", None)) == (
+        "misc", "template_evaluation")
+
+
+def status_line_is_rewritten(app: Sphinx) -> bool:
+    """Whether Sphinx redraws its progress ("reading sources... [ 50%]") on one
+    terminal line (``sphinx.util.display.status_iterator``): a line written
+    between two redraws must erase it first."""
+    from sphinx.util.console import terminal_supports_colour
+
+    return app.verbosity < 1 and terminal_supports_colour()

@@ -35,12 +35,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from autograd_docs.build_log import EXECUTED, FAILED, FROM_CACHE, PageLine
 from autograd_docs.scratch_copy import copy_repo
 
 ROOT = Path(__file__).resolve().parent.parent
 CORES = os.cpu_count() or 1
-EXECUTING = re.compile(r"Executing notebook using")
-EXECUTED_IN = re.compile(r"Executed notebook in ([0-9.]+) seconds")
 # Seconds myst-nb reports per executed page (kernel start to shutdown), per build kind.
 EXECUTION_SECONDS: dict[str, list[float]] = {}
 MAKE = ["make", "--no-print-directory", "-o", ".venv/.installed"]  # never pip install
@@ -71,12 +70,13 @@ def build(repo: Path, *, fork: bool = True, render_only: bool = False,
     if result.returncode:
         sys.exit(f"build failed in {repo}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
     log = result.stdout + result.stderr
-    if "Executing notebook failed" in log:
+    pages = PageLine.parse(log)  # the build's line per page (autograd_docs/build_log.py)
+    if any(page.state == FAILED for page in pages):
         sys.exit(f"a page failed to execute in {repo}:\n{log[-3000:]}")
     if record:
         EXECUTION_SECONDS.setdefault("fork" if fork else "plain", []).extend(
-            float(s) for s in EXECUTED_IN.findall(log))
-    return seconds, len(EXECUTING.findall(log))
+            page.seconds for page in pages if page.state == EXECUTED)
+    return seconds, sum(page.state != FROM_CACHE for page in pages)
 
 
 def clean(repo: Path, *folders: str) -> None:

@@ -19,6 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograd_docs.build_log import PageLine, split_problems
 from autograd_docs.diagnostics import AuthorError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,8 +52,20 @@ class Build:
 
     @property
     def warnings(self) -> list[str]:
-        return [line for line in self.log.splitlines() if "WARNING" in line
+        """The warning and error lines, as printed where each arose."""
+        rest, _ = split_problems(self.log)
+        return [line for line in rest.splitlines() if "WARNING" in line
                 or "ERROR" in line]
+
+    @property
+    def problems(self) -> list[str]:
+        """The list of problems that ends a failed build's log (``path:line: message``)."""
+        return split_problems(self.log)[1]
+
+    @property
+    def pages(self) -> list[PageLine]:
+        """The log's line per executed page, in order."""
+        return PageLine.parse(self.log)
 
 
 def make_copy(folder: Path, pages: dict[str, str] | None = None) -> Path:

@@ -26,6 +26,7 @@ from site_copy import SMALL_SITE, build, outputs_that_differ, with_front_matter,
 pytestmark = pytest.mark.build
 
 ANSI_ESCAPE = re.compile(r"\x1b\[")
+SEVERITY = re.compile(r" (?:WARNING|ERROR): ")  # the list of problems leaves it out
 PAGE = "docs/test-page.md"
 
 
@@ -153,12 +154,19 @@ def fails_with(result, location: str | None, *phrases: str) -> str:
     if location is None:  # a report about the whole build, after its details
         for phrase in phrases:
             assert phrase in result.log, f"{phrase!r} not in the log:\n{result.log}"
+        assert result.problems, f"no list of problems at the end:\n{result.log}"
         return result.log
     matching = [w for w in result.warnings if location in w]
     assert len(matching) == 1, (
         f"expected one warning at {location}, got {matching}:\n{result.log}")
     for phrase in phrases:
         assert phrase in matching[0], f"{phrase!r} not in {matching[0]!r}"
+    # Listed again at the end, once, with the same words (the line above may
+    # begin with a progress message: "checking consistency... docs/...").
+    listed = [p for p in result.problems if p.startswith(location)]
+    said = matching[0][matching[0].index(location):]
+    assert listed == [SEVERITY.sub(" ", said, count=1)], (
+        f"expected {location} once in the list of problems, got {listed}:\n{result.log}")
     print(matching[0])  # what the author reads; `pytest -rP` shows it
     return matching[0]
 
@@ -179,6 +187,7 @@ def test_the_build_reports(error, warm_copy):
         seconds = time.monotonic() - start
         said = fails_with(result, location, *fault.says)
         assert f"[autograd_docs.{error.subtype}]" in said, "the warning names its member"
+        assert str(warm_copy) not in result.log, "the log names absolute paths"
     if error is AuthorError.CELL_TIMEOUT:
         assert seconds < 60, "the timeout did not stop the cell"
         assert "Timeout waiting for execute reply" not in result.log  # said once

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from autograd_docs.build_log import problems
+
 from site_copy import write
 
 pytestmark = pytest.mark.build
@@ -79,6 +81,9 @@ def test_livehtml_survives_a_broken_cell_and_shows_the_fix(warm_copy):
         wait_for(lambda: "build " in log.read_text().rsplit(error, 1)[1],
                  "the broken build to end", deadline, log, server)
         print(next(line for line in log.read_text().splitlines() if error in line))
+        # Without -W too, the build ends by listing its problems.
+        assert any(error in problem for problem in problems(log.read_text())), (
+            log.read_text())
         status, _ = fetch(url)
         assert status == 200, "the server stopped serving after a broken cell"
         assert server.poll() is None, "the server exited after a broken cell"

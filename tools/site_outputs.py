@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograd_docs import scratch_copy
+from autograd_docs.build_log import FROM_CACHE, PageLine, split_problems
 
 ROOT = Path(__file__).resolve().parent.parent
 MEASURED = "measured"
@@ -40,7 +41,6 @@ ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # A warning printed by a cell names the file it came from: the same file lies in
 # another folder in another venv, so paths are compared from site-packages on.
 SITE_PACKAGES = re.compile(r"[^\s'\"]*/site-packages/")
-EXECUTING = re.compile(r"Executing notebook using")
 
 
 # -- the scratch copy ------------------------------------------------------------------
@@ -88,12 +88,16 @@ class Build:
 
     @property
     def executed(self) -> int:
-        return len(EXECUTING.findall(self.log))
+        """Pages executed (failed ones too), not taken from the cache."""
+        return sum(page.state != FROM_CACHE for page in PageLine.parse(self.log))
 
     @property
     def warnings(self) -> list[Warning]:
+        """Each warning once: as printed where it arose, not again in the list of
+        problems that ends a failed build's log."""
         found = []
-        for line in ANSI_ESCAPE.sub("", self.log).splitlines():
+        rest, _ = split_problems(self.log)
+        for line in ANSI_ESCAPE.sub("", rest).splitlines():
             match = WARNING.match(line)
             if match:
                 found.append(Warning(match["page"], int(match["line"] or 0) or None,

@@ -10,11 +10,12 @@ which snippets each page imports, so an edit to one re-reads exactly those pages
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from sphinx.application import Sphinx
 
-from autograd_docs import _compat
+from autograd_docs import _compat, build_log
 from autograd_docs.execution import cache_key, checks
 
 # myst-nb's execution report, replaced by the one-line reports of ``checks``.
@@ -58,21 +59,43 @@ class _PageClient:
         self._notebook = notebook  # the one myst-nb writes to _build/jupyter_execute
 
     def __enter__(self):
+        start = time.perf_counter()
+        raced = False
         try:
-            client = self._client.__enter__()
-        except Exception as error:
-            if not _compat.is_duplicate_cache_record(error):
-                raise
-            # Another parallel reader executed an identical page and cached it
-            # first (jupyter-cache refuses the second copy): take that one.
-            client = self._client.__enter__()
-        if client.notebook is not self._notebook:
+            try:
+                client = self._client.__enter__()
+            except Exception as error:
+                if not _compat.is_duplicate_cache_record(error):
+                    raise
+                # Another parallel reader executed an identical page and cached it
+                # first (jupyter-cache refuses the second copy): take that one.
+                raced = True
+                client = self._client.__enter__()
+        except Exception:
+            build_log.page_done(self._client.path, time.perf_counter() - start,
+                                build_log.FAILED)
+            raise
+        from_cache = client.notebook is not self._notebook
+        if from_cache:
             # A cache hit hands back a merged copy, and myst-nb would write the
             # notebook it read, without outputs; write what the page shows.
             self._notebook.metadata = client.notebook.metadata
             self._notebook.cells = client.notebook.cells
         # The fingerprint has done its job; keep it out of the written notebook.
         client.notebook.metadata["kernelspec"].pop(cache_key.FINGERPRINT_KEY, None)
+        if client.exec_metadata:  # else execution is off for this page: no line
+            # Seconds: myst-nb's (kernel start to shutdown) for a page executed
+            # here, the look-up for one from the cache, the lot after a race.
+            seconds = time.perf_counter() - start
+            if raced:
+                state = build_log.EXECUTED
+            elif from_cache:
+                state = build_log.FROM_CACHE
+            else:
+                failed = client.exec_metadata.get("error")
+                state = build_log.FAILED if failed else build_log.EXECUTED
+                seconds = client.exec_metadata.get("runtime") or seconds
+            build_log.page_done(client.path, seconds, state)
         checks.check_executed(client)
         return client
 

@@ -1,0 +1,227 @@
+"""The build log: one line per executed page, the problems together at the end.
+
+While pages are read, each page that executes or comes from the execution cache
+gets one line, printed as it finishes, by whichever reader process ran it::
+
+    [ 3/31] executed     1.22 s  docs/how-to/check-gradients.md
+    [ 4/31] from cache   0.04 s  docs/index.md
+
+The count is of pages done out of pages to do: the pages being read that myst-nb
+executes or takes from the cache (``_compat.executes_page``). It lives in shared
+memory made before parallel readers fork, so it counts across them. A page whose
+execution failed says ``failed`` (its problem is listed at the end). At the end
+of a build with problems, every warning and error shown is listed again,
+together, each as ``path:line: message``, under a line ``N problem(s):``.
+
+The log names no absolute path: warning locations (Sphinx gives each page's
+absolute path) and messages say paths relative to where the build runs, and
+myst-nb's per-page lines, the configuration dumps of myst and myst-nb and
+Sphinx's "Writing evaluated template result to" are dropped (``_compat``).
+
+``PageLine.parse`` and ``problems`` read a log back: tests and tools (``make
+bench``, ``make mutants``, ``make upgrade-check``) use them, never a regex of
+their own.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import re
+from dataclasses import dataclass
+
+from sphinx.application import Sphinx
+from sphinx.util import logging as sphinx_logging
+
+from autograd_docs import _compat
+from autograd_docs.diagnostics import shown_path
+
+EXECUTED, FROM_CACHE, FAILED = "executed", "from cache", "failed"
+STATES = (EXECUTED, FROM_CACHE, FAILED)
+
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_PAGE_LINE = re.compile(
+    rf"^\[\s*(?P<done>\d+)/(?P<total>\d+)\] (?P<state>{'|'.join(STATES)})"
+    r"\s+(?P<seconds>\d+\.\d+) s  (?P<path>\S.*)$"
+)
+_PROBLEMS_HEADING = re.compile(r"^(?P<count>\d+) problems?:$")
+PROBLEM_INDENT = "  "
+
+
+# -- reading a log back ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PageLine:
+    """One executed page's line: ``[done/total] state  seconds s  path``."""
+
+    done: int
+    total: int
+    path: str  # relative to where the build ran, e.g. docs/index.md
+    seconds: float  # executed: kernel start to shutdown; from cache: the look-up
+    state: str  # one of STATES
+
+    def __str__(self) -> str:
+        return format_page_line(self.done, self.total, self.path, self.seconds, self.state)
+
+    @classmethod
+    def parse(cls, log: str) -> list[PageLine]:
+        """Every page line in ``log``, in the order printed."""
+        found = []
+        for line in ANSI_ESCAPE.sub("", log).splitlines():
+            match = _PAGE_LINE.match(line.strip())
+            if match:
+                found.append(cls(int(match["done"]), int(match["total"]), match["path"],
+                                 float(match["seconds"]), match["state"]))
+        return found
+
+
+def format_page_line(done: int, total: int, path: str, seconds: float, state: str) -> str:
+    width = max(map(len, STATES))
+    return f"[{done:>{len(str(total))}}/{total}] {state:<{width}} {seconds:6.2f} s  {path}"
+
+
+def split_problems(log: str) -> tuple[str, list[str]]:
+    """``log`` less the end-of-build list of problems, and that list's entries
+    (``path:line: message``, or a message alone), without their indent.
+
+    What follows the list is kept: a log of stdout then stderr (as tools capture
+    them) has the warnings, printed to stderr, after it."""
+    lines = ANSI_ESCAPE.sub("", log).splitlines(keepends=True)
+    for start, line in enumerate(lines):
+        if _PROBLEMS_HEADING.match(line.strip()):
+            entries: list[str] = []
+            end = start + 1
+            for entry in lines[start + 1:]:
+                if entry.startswith(PROBLEM_INDENT * 2) and entries:
+                    entries[-1] += "\n" + entry[len(PROBLEM_INDENT) * 2:].rstrip("\n")
+                elif entry.startswith(PROBLEM_INDENT):
+                    entries.append(entry[len(PROBLEM_INDENT):].rstrip("\n"))
+                else:
+                    break
+                end += 1
+            return "".join(lines[:start] + lines[end:]), entries
+    return "".join(lines), []
+
+
+def problems(log: str) -> list[str]:
+    """The entries of the end-of-build list of problems in ``log``."""
+    return split_problems(log)[1]
+
+
+# -- writing it ------------------------------------------------------------------------
+
+class _Progress:
+    """Pages done out of pages to do, in memory shared with the forked readers."""
+
+    def __init__(self, total: int, erase_line: bool) -> None:
+        self.total = total
+        self.erase = "\x1b[2K" if erase_line else ""
+        self.done = multiprocessing.Value("i", 0)  # shared memory, a lock with it
+
+
+_progress: _Progress | None = None
+# Sphinx's status stream, found at setup: while pages are read, Sphinx and each
+# parallel reader set handlers aside.
+_status_handler: logging.Handler = logging.NullHandler()
+_problems: list[str] = []  # in the main process, the order shown
+
+
+def _count_pages_to_do(app: Sphinx, env, docnames: list[str]) -> None:
+    global _progress
+    total = sum(_compat.executes_page(app, docname) for docname in docnames)
+    _progress = _Progress(total, _compat.status_line_is_rewritten(app))
+
+
+def page_done(source, seconds: float, state: str) -> None:
+    """Print the line of a page that executed (or failed) or came from the cache,
+    from the process that read it; called by ``execution``."""
+    if _progress is None:
+        return
+    with _progress.done.get_lock():  # one count and one line at a time, across readers
+        _progress.done.value += 1
+        line = format_page_line(_progress.done.value, _progress.total, shown_path(source),
+                                seconds, state)
+        # Straight to the status stream: a parallel reader's log records reach it
+        # only when its whole chunk is done.
+        record = logging.LogRecord(__name__, logging.INFO, __file__, 0,
+                                   _progress.erase + line, None, None)
+        if state == FAILED:
+            record.color = "red"
+        _status_handler.handle(record)
+
+
+class _Relative(logging.Filter):
+    """Paths in a record relative to where the build runs, not absolute."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.root = os.getcwd() + os.sep
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        location = getattr(record, "location", None)
+        if isinstance(location, str) and location.startswith(self.root):
+            record.location = location[len(self.root):]
+        message = _message(record)
+        if self.root in message:
+            record.msg, record.args = message.replace(self.root, ""), ()
+        return True
+
+
+def _message(record: logging.LogRecord) -> str:
+    """The record's message, without the location Sphinx's records put first."""
+    try:
+        return logging.LogRecord.getMessage(record)
+    except (TypeError, ValueError):  # arguments that do not fit: shown as logged
+        return str(record.msg)
+
+
+class _Quiet(logging.Filter):
+    """Drop the lines this log replaces or has no use for."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (_compat.is_myst_config_dump(record) or _compat.is_mystnb_noise(record)
+                    or _compat.is_sphinx_noise(record))
+
+
+class _Collect(logging.Filter):
+    """Keep every warning and error shown, for the list at the end."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = _message(record)
+        location = getattr(record, "location", None)
+        _problems.append(f"{location}: {message}" if location else message)
+        return True
+
+
+def _install_filters(app: Sphinx) -> None:
+    global _status_handler
+    _problems.clear()
+    _status_handler, warning_handler = _compat.log_handlers()
+    _status_handler.addFilter(_Quiet())
+    _status_handler.addFilter(_Relative())
+    warning_handler.addFilter(_Relative())
+    warning_handler.addFilter(_Collect())  # last: sees the record as it is shown
+
+
+def _list_problems(app: Sphinx, exception) -> None:
+    if not _problems:
+        return
+    logger = sphinx_logging.getLogger(__name__)
+    count = len(_problems)
+    logger.info("")
+    logger.info(f"{count} problem{'s' if count > 1 else ''}:", color="red")
+    for problem in _problems:
+        first, *rest = problem.splitlines() or [""]
+        logger.info(PROBLEM_INDENT + first)
+        for line in rest:
+            logger.info(PROBLEM_INDENT * 2 + line)
+
+
+def setup(app: Sphinx) -> dict:
+    _install_filters(app)
+    # Late: after other handlers have changed the list of pages to read.
+    app.connect("env-before-read-docs", _count_pages_to_do, priority=900)
+    # Last: after every other handler that may warn at the end (doctest's hint).
+    app.connect("build-finished", _list_problems, priority=1000)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
