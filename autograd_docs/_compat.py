@@ -121,3 +121,33 @@ def config_value_at_setup(config: Config, name: str, default=None):
     """A configuration value while extensions are still loading, before Sphinx
     has read it into ``config`` (private ``_overrides`` and ``_raw_config``)."""
     return config._overrides.get(name, config._raw_config.get(name, default))
+
+
+def save_environment_with_config(config_to_save: Callable[[Config], Config | None]) -> None:
+    """Pickle each build environment with ``config_to_save(env.config)`` (when not
+    None) in place of the live configuration.
+
+    Sphinx pickles ``env.config``, which is ``app.config`` itself, after
+    builder-inited; the next build compares it with its own ``app.config`` before
+    builder-inited. Values that extensions and the HTML builder extend in between
+    (``html_static_path``, ``html_css_files`` and ``html_js_files`` given a
+    priority in place, ``mathjax4_config``, furo's defaults) then always differ,
+    and every rebuild says "The configuration has changed". Wraps the private
+    ``BuildEnvironment.__getstate__``; retired when Sphinx saves the
+    configuration it compared (no upstream issue found).
+    """
+    from sphinx.environment import BuildEnvironment
+
+    original = BuildEnvironment.__getstate__
+    original = getattr(original, "_autograd_docs_original", original)  # once per process
+
+    def __getstate__(self):
+        state = original(self)
+        saved = config_to_save(state["config"]) if state.get("config") is not None else None
+        if saved is not None:
+            state["config"] = saved
+        return state
+
+    __getstate__._autograd_docs_original = original
+    BuildEnvironment.__getstate__ = __getstate__
+
