@@ -17,6 +17,7 @@ def setup(app: Sphinx) -> dict:
     app.setup_extension("autograd_docs.kernels")  # the kernelspec; the fork server
     app.setup_extension("myst_nb")  # the parts below hook into it
     app.setup_extension("autograd_docs.execution")  # cache keys, cell checks
+    app.setup_extension("autograd_docs.reading_order")  # executed pages spread over readers
     app.setup_extension("autograd_docs.saved_config")  # a no-change rebuild re-reads nothing
     app.setup_extension("autograd_docs.authoring")  # refs, toctrees, includes, doctests
     app.setup_extension("autograd_docs.api_roles")  # {py:func} and kin: checked, indexed

@@ -151,3 +151,14 @@ def save_environment_with_config(config_to_save: Callable[[Config], Config | Non
     __getstate__._autograd_docs_original = original
     BuildEnvironment.__getstate__ = __getstate__
 
+
+def execution_seconds(env, docname: str) -> float | None:
+    """How long myst-nb last took to execute ``docname`` (kernel start to shutdown),
+    from its record in the saved environment (private ``NbMetadataCollector``);
+    None if it never did."""
+    try:
+        data = myst_nb.sphinx_.NbMetadataCollector.get_exec_data(env, docname)
+    except Exception:  # noqa: BLE001 -- an estimate: any surprise means "unknown"
+        return None
+    runtime = (data or {}).get("runtime")
+    return float(runtime) if isinstance(runtime, int | float) else None
