@@ -261,15 +261,26 @@ def page_scripts(repo: Path, out: Path) -> list[tuple[Path, Path]]:
         # As IPython runs a cell: source findable by linecache under a name of its
         # own (pages inspect tracebacks), and an expected error left in
         # sys.last_value (pages check the message a raising cell left).
+        # And as IPython's display hook: a cell ending in an expression leaves
+        # its value (if not None) in `_`, which the hidden checks read.
         script.write_text(
-            "import linecache, sys\n"
+            "import ast, linecache, sys\n"
             f"_cells = {cells!r}\n"
             f"_g = {{'__name__': '__main__'}}\n"
+            "def _run(source, name):\n"
+            "    tree = ast.parse(source, name)\n"
+            "    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) \\\n"
+            "        else None\n"
+            "    exec(compile(tree, name, 'exec'), _g)\n"
+            "    if last is not None:\n"
+            "        value = eval(compile(ast.Expression(last.value), name, 'eval'), _g)\n"
+            "        if value is not None:\n"
+            "            _g['_'] = value\n"
             "for _index, (_source, _raises) in enumerate(_cells):\n"
             "    _name = f'<cell {_index}>'\n"
             "    linecache.cache[_name] = (len(_source), None, _source.splitlines(True), _name)\n"
             "    try:\n"
-            "        exec(compile(_source, _name, 'exec'), _g)\n"
+            "        _run(_source, _name)\n"
             "    except Exception:\n"
             "        if not _raises:\n"
             "            raise\n"
