@@ -18,6 +18,8 @@ def setup(app: Sphinx) -> dict:
     app.setup_extension("autograd_docs.build_log")  # a line per page, problems at the end
     app.setup_extension("myst_nb")  # the parts below hook into it
     app.setup_extension("autograd_docs.execution")  # cache keys, cell checks
+    app.setup_extension("autograd_docs.reading_order")  # executed pages spread over readers
+    app.setup_extension("autograd_docs.saved_config")  # a no-change rebuild re-reads nothing
     app.setup_extension("autograd_docs.authoring")  # refs, toctrees, includes, doctests
     app.setup_extension("autograd_docs.api_roles")  # {py:func} and kin: checked, indexed
     app.setup_extension("autograd_docs.html.svg_math")  # equations drawn to SVG

@@ -239,3 +239,44 @@ def status_line_is_rewritten(app: Sphinx) -> bool:
     from sphinx.util.console import terminal_supports_colour
 
     return app.verbosity < 1 and terminal_supports_colour()
+
+
+def save_environment_with_config(config_to_save: Callable[[Config], Config | None]) -> None:
+    """Pickle each build environment with ``config_to_save(env.config)`` (when not
+    None) in place of the live configuration.
+
+    Sphinx pickles ``env.config``, which is ``app.config`` itself, after
+    builder-inited; the next build compares it with its own ``app.config`` before
+    builder-inited. Values that extensions and the HTML builder extend in between
+    (``html_static_path``, ``html_css_files`` and ``html_js_files`` given a
+    priority in place, ``mathjax4_config``, furo's defaults) then always differ,
+    and every rebuild says "The configuration has changed". Wraps the private
+    ``BuildEnvironment.__getstate__``; retired when Sphinx saves the
+    configuration it compared (no upstream issue found).
+    """
+    from sphinx.environment import BuildEnvironment
+
+    original = BuildEnvironment.__getstate__
+    original = getattr(original, "_autograd_docs_original", original)  # once per process
+
+    def __getstate__(self):
+        state = original(self)
+        saved = config_to_save(state["config"]) if state.get("config") is not None else None
+        if saved is not None:
+            state["config"] = saved
+        return state
+
+    __getstate__._autograd_docs_original = original
+    BuildEnvironment.__getstate__ = __getstate__
+
+
+def execution_seconds(env, docname: str) -> float | None:
+    """How long myst-nb last took to execute ``docname`` (kernel start to shutdown),
+    from its record in the saved environment (private ``NbMetadataCollector``);
+    None if it never did."""
+    try:
+        data = myst_nb.sphinx_.NbMetadataCollector.get_exec_data(env, docname)
+    except Exception:  # noqa: BLE001 -- an estimate: any surprise means "unknown"
+        return None
+    runtime = (data or {}).get("runtime")
+    return float(runtime) if isinstance(runtime, int | float) else None

@@ -10,11 +10,16 @@ floor_warm    torch imported once, then every page's code exec'd in that warm pr
               (a fresh globals dict per page), page-code total / cores, plus render-only
 render-only   a clean build with execution off (nb_execution_mode=off)
 clean         a clean `make html`: every page executed (fork server)
+clean, protocol  the same with AUTOGRAD_DOCS_KERNEL_PROTOCOL=1: each page in a forked
+              Jupyter kernel over the kernel protocol (the path before the IPython
+              shell in the forked child; both rows measure the same until it lands)
 clean, plain  the same with AUTOGRAD_DOCS_FORK_SERVER=0: one cold kernel per page
 no-change     `make html` again with nothing changed
 edit page     after editing a code cell of one page (and how many pages executed)
 edit snippet  after editing one snippet (and how many pages executed, against how
               many import it)
+livehtml      under `make livehtml`: from saving a page whose output changes to the
+              server serving the new output
 scaling       clean builds of a synthetic site of 10, 20, 40 copies of one page
 
 Times are wall-clock seconds on this machine, under whatever else it is doing.
@@ -28,11 +33,14 @@ import json
 import os
 import re
 import shutil
+import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 from autograd_docs.build_log import EXECUTED, FAILED, FROM_CACHE, PageLine
@@ -55,15 +63,26 @@ def executed_pages(repo: Path) -> list[Path]:
 
 # -- builds ------------------------------------------------------------------------------
 
+PROTOCOL_SWITCH = "AUTOGRAD_DOCS_KERNEL_PROTOCOL"  # =1: forked kernels over the protocol
+
+
 def build(repo: Path, *, fork: bool = True, render_only: bool = False,
-          strict: bool = True, record: bool = False) -> tuple[float, int]:
-    """Run `make html`; return (seconds, pages executed)."""
+          strict: bool = True, record: bool = False,
+          protocol: bool = False) -> tuple[float, int]:
+    """Run `make html`; return (seconds, pages executed).
+
+    ``protocol``: the old execution path (each page in a forked Jupyter kernel
+    over the kernel protocol), else the build's default.
+    """
     args = list(MAKE) + ["html"]
     if not strict:  # a synthetic site: its copies link to pages it does not have
         args.append("STRICT=--keep-going")
     if render_only:
         args += ["O=-D nb_execution_mode=off", "BUILDDIR=_build_render"]
     env = {**os.environ, "AUTOGRAD_DOCS_FORK_SERVER": "1" if fork else "0"}
+    env.pop(PROTOCOL_SWITCH, None)
+    if protocol:
+        env[PROTOCOL_SWITCH] = "1"
     start = time.perf_counter()
     result = subprocess.run(args, cwd=repo, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
@@ -74,7 +93,8 @@ def build(repo: Path, *, fork: bool = True, render_only: bool = False,
     if any(page.state == FAILED for page in pages):
         sys.exit(f"a page failed to execute in {repo}:\n{log[-3000:]}")
     if record:
-        EXECUTION_SECONDS.setdefault("fork" if fork else "plain", []).extend(
+        kind = "plain" if not fork else "protocol" if protocol else "fork"
+        EXECUTION_SECONDS.setdefault(kind, []).extend(
             page.seconds for page in pages if page.state == EXECUTED)
     return seconds, sum(page.state != FROM_CACHE for page in pages)
 
@@ -96,6 +116,112 @@ def add_to_first_cell(text: str, line: str) -> str:
 def edit_code_cell(page: Path, mark: str) -> None:
     """Add a comment to the page's first code cell: its code changes, its output not."""
     page.write_text(add_to_first_cell(page.read_text(), f"# {mark}"))
+
+
+def add_print_to_first_visible_cell(text: str, marker: str) -> str:
+    """The page's text with ``print(marker, n)`` at the top of its first code cell
+    not tagged remove-cell: what that cell prints changes. The printed text
+    (``marker n``) is not in the highlighted source, which keeps the quotes."""
+    start = 0
+    while True:
+        cell = text.index("```{code-cell}", start)
+        body = text.index("\n", cell) + 1
+        options = ""
+        while text.startswith(":", body):
+            end = text.index("\n", body) + 1
+            options += text[body:end]
+            body = end
+        if "remove-cell" not in options:
+            name, n = marker.rsplit(" ", 1)
+            return text[:body] + f"print({name!r}, {n})\n" + text[body:]
+        start = body
+
+
+# -- make livehtml -----------------------------------------------------------------------
+
+LIVEHTML_STARTUP = 600  # seconds for the server's first build (the scratch copy is warm)
+LIVEHTML_WAIT = 120  # seconds for one edit to show
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def fetch(url: str) -> str:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.read().decode("utf8")
+    except OSError:  # refused while starting, or an HTTP error
+        return ""
+
+
+def stop_group(process: subprocess.Popen) -> None:
+    """Stop the server we started, its whole process group (make, autobuild, Sphinx)."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    except ProcessLookupError:
+        pass
+
+
+def start_livehtml(repo: Path, page_url: str, log: Path, attempts: int = 5):
+    """`make livehtml PORT=...` in ``repo``, once it serves the page: (process, url).
+
+    The port is probed free, then released; should another process take it before
+    the server binds it (after its first build), the server exits saying so and
+    is started again on another port.
+    """
+    for _ in range(attempts):
+        port = free_port()
+        url = f"http://127.0.0.1:{port}/{page_url}"
+        with open(log, "w") as out:
+            server = subprocess.Popen(
+                list(MAKE) + ["livehtml", f"PORT={port}"], cwd=repo, stdout=out,
+                stderr=subprocess.STDOUT, start_new_session=True,
+                env={**os.environ, "PORT": str(port), "NO_COLOR": "1",
+                     "PYTHONUNBUFFERED": "1"})
+        deadline = time.monotonic() + LIVEHTML_STARTUP
+        while time.monotonic() < deadline and server.poll() is None:
+            if "<title>" in fetch(url):
+                return server, url
+            time.sleep(0.2)
+        stop_group(server)
+        if "address already in use" not in log.read_text().lower():
+            sys.exit(f"make livehtml did not serve {url}:\n{log.read_text()[-3000:]}")
+    sys.exit(f"make livehtml found no free port in {attempts} attempts")
+
+
+def livehtml_latency(repo: Path, page: Path, reps: int, scratch: Path) -> list[float]:
+    """Seconds from saving ``page`` (a print added to a visible cell) to the served
+    page showing the new output, under `make livehtml`; one per rep, one server."""
+    page_url = str(page.relative_to(repo / "docs").with_suffix(".html"))
+    original = page.read_text()
+    server, url = start_livehtml(repo, page_url, scratch / "livehtml.log")
+    seconds = []
+    try:
+        for rep in range(reps):
+            marker = f"bench livehtml {rep}"
+            text = add_print_to_first_visible_cell(original, marker)
+            start = time.perf_counter()
+            page.write_text(text)
+            deadline = time.monotonic() + LIVEHTML_WAIT
+            while marker not in fetch(url):
+                if time.monotonic() > deadline or server.poll() is not None:
+                    sys.exit(f"the edit did not show within {LIVEHTML_WAIT} s:\n"
+                             f"{(scratch / 'livehtml.log').read_text()[-3000:]}")
+                time.sleep(0.05)
+            seconds.append(time.perf_counter() - start)
+            print(f"  livehtml, edit to served: {seconds[-1]:.2f} s", flush=True)
+            time.sleep(1)  # let the server settle before the next save
+    finally:
+        stop_group(server)
+        page.write_text(original)
+    return seconds
 
 
 def snippet_to_edit(repo: Path) -> tuple[Path, int]:
@@ -135,15 +261,26 @@ def page_scripts(repo: Path, out: Path) -> list[tuple[Path, Path]]:
         # As IPython runs a cell: source findable by linecache under a name of its
         # own (pages inspect tracebacks), and an expected error left in
         # sys.last_value (pages check the message a raising cell left).
+        # And as IPython's display hook: a cell ending in an expression leaves
+        # its value (if not None) in `_`, which the hidden checks read.
         script.write_text(
-            "import linecache, sys\n"
+            "import ast, linecache, sys\n"
             f"_cells = {cells!r}\n"
             f"_g = {{'__name__': '__main__'}}\n"
+            "def _run(source, name):\n"
+            "    tree = ast.parse(source, name)\n"
+            "    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) \\\n"
+            "        else None\n"
+            "    exec(compile(tree, name, 'exec'), _g)\n"
+            "    if last is not None:\n"
+            "        value = eval(compile(ast.Expression(last.value), name, 'eval'), _g)\n"
+            "        if value is not None:\n"
+            "            _g['_'] = value\n"
             "for _index, (_source, _raises) in enumerate(_cells):\n"
             "    _name = f'<cell {_index}>'\n"
             "    linecache.cache[_name] = (len(_source), None, _source.splitlines(True), _name)\n"
             "    try:\n"
-            "        exec(compile(_source, _name, 'exec'), _g)\n"
+            "        _run(_source, _name)\n"
             "    except Exception:\n"
             "        if not _raises:\n"
             "            raise\n"
@@ -239,6 +376,8 @@ def main() -> None:
     parser.add_argument("--model", default="tutorial/why-backward-z-gives-z.md",
                         help="the page the synthetic site copies")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    parser.add_argument("--no-livehtml", dest="livehtml", action="store_false",
+                        help="skip the make livehtml latency")
     args = parser.parse_args()
 
     scratch = Path(tempfile.mkdtemp(prefix="autograd-docs-bench-"))
@@ -266,12 +405,19 @@ def main() -> None:
             clean(repo)
             note("clean, plain kernels", build(repo, fork=False, record=True))
             clean(repo)
+            note("clean, kernel protocol", build(repo, protocol=True, record=True))
+            clean(repo)
             note("clean", build(repo, record=True))
             note("no-change", build(repo))
             edit_code_cell(edited_page, f"bench edit {rep}")
             note("edit page", build(repo))
             snippet.write_text(snippet.read_text() + f"# bench edit {rep}\n")
             note("edit snippet", build(repo))
+
+        if args.livehtml:
+            print("make livehtml", flush=True)
+            build(repo)  # the server's first build then reads nothing
+            runs["livehtml"] = livehtml_latency(repo, edited_page, args.reps, scratch)
 
         scaling, scaling_plain = {}, {}
         for copies in filter(None, (int(c) for c in args.scaling.split(",") if c)):
@@ -334,12 +480,18 @@ def report(runs, n_pages, page, snippet, snippet_users, scaling, scaling_plain) 
         ("render-only build", render, "execution off"),
         ("clean, plain kernels", t["clean, plain kernels"],
          f"before: a cold kernel per page; {count('clean, plain kernels')} executed"),
+        ("clean, kernel protocol", t["clean, kernel protocol"],
+         f"{PROTOCOL_SWITCH}=1: forked kernels over the kernel protocol; "
+         f"{count('clean, kernel protocol')} executed"),
         ("clean `make html`", t["clean"], f"{count('clean')} of {n_pages} pages executed"),
         ("no-change rebuild", t["no-change"], f"{count('no-change')} executed"),
         ("edit one page", t["edit page"], f"{count('edit page')} executed ({page}; expect 1)"),
         ("edit one snippet", t["edit snippet"],
          f"{count('edit snippet')} executed ({snippet}; {snippet_users} pages import it)"),
     ]
+    if "livehtml" in t:
+        rows.append(("`make livehtml`, save to served", t["livehtml"],
+                     f"a printed line added to {page}; median of {len(runs['livehtml'])}"))
     print(f"\nmedian of {len(runs['clean'])}, {n_pages} executed pages, {CORES} cores\n")
     print("| measurement | seconds | note |\n| --- | ---: | --- |")
     for name, seconds, note in rows:
@@ -348,17 +500,24 @@ def report(runs, n_pages, page, snippet, snippet_users, scaling, scaling_plain) 
     for name, value, target in [
         ("clean / floor_proc", t["clean"] / floor_proc, "<= 1.0"),
         ("clean / floor_warm", t["clean"] / floor_warm, "<= 1.5"),
-        ("no-change / render-only", t["no-change"] / render, "<= 0.5"),
+        ("clean, kernel protocol / clean", t["clean, kernel protocol"] / t["clean"],
+         "speed-up of the new path (1.00 until it lands)"),
+        ("no-change / render-only", t["no-change"] / render, "<= 0.3"),
+        ("edit one page / (no-change + 1 s)", t["edit page"] / (t["no-change"] + 1),
+         "<= 1.0"),
         ("clean, plain kernels / clean", t["clean, plain kernels"] / t["clean"],
          "speed-up of the fork server"),
     ]:
         print(f"| {name} | {value:.2f} | {target} |")
+    if "livehtml" in t:
+        print(f"| `make livehtml`, save to served, s | {t['livehtml']:.2f} | <= 3 |")
     warm_page = t["page code, warm process"] / n_pages
     print("\nper page, inside the build (myst-nb's 'Executed notebook in', kernel start "
           "to shutdown, median):\n")
     print("| kernel | s per page | minus the page's code in a warm process |")
     print("| --- | ---: | ---: |")
     for kind, label in (("plain", "cold kernel per page (before)"),
+                        ("protocol", "forked kernel over the kernel protocol"),
                         ("fork", "forked from the server (after)")):
         if EXECUTION_SECONDS.get(kind):
             per_page = median(EXECUTION_SECONDS[kind])

@@ -1,6 +1,8 @@
 """The live preview survives an author's mistake and shows the fix.
 
-``make livehtml`` runs in a copy of the small site on a free loopback port. The
+``make livehtml`` runs in a copy of the small site on a free loopback port (if
+another process takes the port before the server binds it, the server is
+started again on another). The
 test saves a broken cell into a page, checks that the server keeps serving and
 that its log names the error, saves the fix, and checks the page shows the new
 output. It stops the server's whole process group, whatever happens.
@@ -28,7 +30,13 @@ BROKEN = "print(z.grad)\nraise ValueError('saved half-way through an edit')\n"
 FIXED = "print(z.grad)\nprint('the fix is live')\n"
 
 
+BIND_FAILED = "address already in use"  # uvicorn's words when the port is taken
+ATTEMPTS = 5
+PAGE_TITLE = "Check a gradient the build re-computes"  # small_site/test-page.md
+
+
 def free_port() -> int:
+    """A port free now; the server binds it later, so it may be taken by then."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
@@ -54,26 +62,50 @@ def wait_for(condition, what: str, deadline: float, log: Path, server):
     pytest.fail(f"timed out waiting for {what}; server log:\n{log.read_text()}")
 
 
-def test_livehtml_survives_a_broken_cell_and_shows_the_fix(warm_copy):
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/test-page.html"
-    log = warm_copy / "livehtml.log"
+def start_livehtml(folder: Path, log: Path, deadline: float):
+    """``make livehtml`` serving ``folder``'s test page: (server, page url).
+
+    The port is probed free and then released, so another process can take it
+    before the server (after its first build) binds it: then the server exits
+    saying so, and is started again on another port.
+    """
     venv = Path(sys.prefix)
+    for _ in range(ATTEMPTS):
+        port = free_port()
+        url = f"http://127.0.0.1:{port}/test-page.html"
+        with open(log, "w") as out:
+            server = subprocess.Popen(
+                # -o: the venv is installed already; never let make reinstall it.
+                ["make", "livehtml", f"VENV={venv}", "-o", str(venv / ".installed")],
+                cwd=folder, stdout=out, stderr=subprocess.STDOUT,
+                env={**os.environ, "PORT": str(port), "NO_COLOR": "1",
+                     "PYTHONUNBUFFERED": "1"},
+                start_new_session=True,  # its own process group, to stop it whole
+            )
+        while time.monotonic() < deadline:
+            if server.poll() is not None:
+                break
+            # Our page, not another server's on a port taken meanwhile.
+            status, body = fetch(url)
+            if status == 200 and PAGE_TITLE in body:
+                return server, url
+            time.sleep(0.25)
+        else:
+            stop_group(server)
+            pytest.fail(f"timed out waiting for the first page; server log:\n{log.read_text()}")
+        stop_group(server)
+        if BIND_FAILED not in log.read_text().lower():
+            pytest.fail(f"the server exited before serving; its log:\n{log.read_text()}")
+    pytest.fail(f"no free port in {ATTEMPTS} attempts; last log:\n{log.read_text()}")
+
+
+def test_livehtml_survives_a_broken_cell_and_shows_the_fix(warm_copy):
+    log = warm_copy / "livehtml.log"
     page = warm_copy / "docs" / "test-page.md"
     source = page.read_text(encoding="utf8")
     deadline = time.monotonic() + DEADLINE
-    with open(log, "w") as out:
-        server = subprocess.Popen(
-            # -o: the venv is installed already; never let make reinstall it.
-            ["make", "livehtml", f"VENV={venv}", "-o", str(venv / ".installed")],
-            cwd=warm_copy, stdout=out, stderr=subprocess.STDOUT,
-            env={**os.environ, "PORT": str(port), "NO_COLOR": "1",
-                 "PYTHONUNBUFFERED": "1"},
-            start_new_session=True,  # its own process group, to stop it whole
-        )
+    server, url = start_livehtml(warm_copy, log, deadline)
     try:
-        wait_for(lambda: fetch(url)[0] == 200, "the first page", deadline, log, server)
-
         write(page, source.replace("print(z.grad)\n", BROKEN))
         error = "cell raised ValueError: saved half-way through an edit"
         wait_for(lambda: error in log.read_text(), "the log to name the error",
