@@ -160,19 +160,33 @@ def wrap_executenb(wrapper: Callable) -> None:
     jupyter_cache.executors.utils.executenb = wrapper(jupyter_cache.executors.utils.executenb)
 
 
-def is_duplicate_cache_record(error: Exception) -> bool:
-    """Two parallel readers caching identical notebooks race inside jupyter-cache's
-    ``cache_notebook_bundle``; the loser fails in one of three places, depending on
-    how far the winner got: the database's unique hashkey (ValueError), the
-    notebook's folder already made (FileExistsError), or its file already there
-    (CachingError)."""
-    from jupyter_cache.base import CachingError
+def serialize_cache_access() -> None:
+    """Let one process at a time into jupyter-cache's ``cache_notebook_bundle``
+    and ``merge_match_into_notebook``, under a lock file in the cache's folder.
 
-    if isinstance(error, ValueError):
-        return "hashkey already exists" in str(error)
-    if isinstance(error, FileExistsError):
-        return "executed" in Path(error.filename or "").parts
-    return isinstance(error, CachingError) and "already exists in cache" in str(error)
+    Parallel readers share the cache, and caching with ``overwrite=True`` (as
+    myst-nb does) is five separate steps: remove the notebook's folder, remove
+    its record, add a record, make the folder, write the file. Two readers that
+    executed identical pages interleaved them and failed in one of four places
+    (a duplicate hashkey, the folder or the file already there, and a lookup
+    touching a record the other had just removed: StaleDataError). Under the
+    lock the second simply replaces the first's identical record. Reads the
+    private ``_path``; retired by a process-safe jupyter-cache.
+    """
+    from filelock import FileLock
+    from jupyter_cache.cache.main import JupyterCacheBase
+
+    for name in ("cache_notebook_bundle", "merge_match_into_notebook"):
+        original = getattr(JupyterCacheBase, name)
+        if getattr(original, "serialized", False):
+            continue
+
+        def serialized(self, *args, _original=original, **kwargs):
+            with FileLock(Path(self._path) / "autograd-docs.lock"):
+                return _original(self, *args, **kwargs)
+
+        serialized.serialized = True
+        setattr(JupyterCacheBase, name, serialized)
 
 
 def create_cache_database(path: str) -> None:

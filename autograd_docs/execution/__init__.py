@@ -60,17 +60,8 @@ class _PageClient:
 
     def __enter__(self):
         start = time.perf_counter()
-        raced = False
         try:
-            try:
-                client = self._client.__enter__()
-            except Exception as error:
-                if not _compat.is_duplicate_cache_record(error):
-                    raise
-                # Another parallel reader executed an identical page and cached it
-                # first (jupyter-cache refuses the second copy): take that one.
-                raced = True
-                client = self._client.__enter__()
+            client = self._client.__enter__()
         except Exception:
             build_log.page_done(self._client.path, time.perf_counter() - start,
                                 build_log.FAILED)
@@ -85,11 +76,9 @@ class _PageClient:
         client.notebook.metadata["kernelspec"].pop(cache_key.FINGERPRINT_KEY, None)
         if client.exec_metadata:  # else execution is off for this page: no line
             # Seconds: myst-nb's (kernel start to shutdown) for a page executed
-            # here, the look-up for one from the cache, the lot after a race.
+            # here, the look-up for one from the cache.
             seconds = time.perf_counter() - start
-            if raced:
-                state = build_log.EXECUTED
-            elif from_cache:
+            if from_cache:
                 state = build_log.FROM_CACHE
             else:
                 failed = client.exec_metadata.get("error")
@@ -124,6 +113,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("builder-inited", checks.note_build_dirs)
     # Before parallel readers start: two workers creating it at once can race.
     app.connect("builder-inited", _create_cache_database)
+    _compat.serialize_cache_access()
     app.connect("source-read", _note_snippet_dependencies)
     _compat.wrap_create_client(_page_client)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
