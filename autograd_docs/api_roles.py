@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 from collections import Counter
 from functools import cache
+from pathlib import Path
 
 from docutils import nodes
 from sphinx import addnodes
@@ -85,12 +87,41 @@ def problem(role: str, name: str) -> str | None:
     return None
 
 
+# "role name" -> problem() of it, kept in the doctrees folder from one build to
+# the next while the installed packages stay the same: looking a name up imports
+# torch into the build process (over a second), which a rebuild then skips.
+# References are resolved in the main process, also with -j, so it sees them all.
+_checked: dict[str, str | None] = {}
+CHECKED_FILE = "api-names-checked.json"
+
+
+def _load_checked(app: Sphinx) -> None:
+    path = Path(app.doctreedir) / CHECKED_FILE
+    try:
+        saved = json.loads(path.read_text(encoding="utf8"))
+    except (OSError, ValueError):
+        return
+    if saved.get("environment") == app.config.autograd_docs_environment:
+        _checked.update(saved["checked"])
+
+
+def _save_checked(app: Sphinx, exception: Exception | None) -> None:
+    if _checked:
+        path = Path(app.doctreedir) / CHECKED_FILE
+        path.write_text(json.dumps({"environment": app.config.autograd_docs_environment,
+                                    "checked": _checked}, indent=0, sort_keys=True),
+                        encoding="utf8")
+
+
 def _check_api_role(app: Sphinx, env, node, contnode):
     """For a ``py`` role no inventory resolved: check the name, show it as code."""
     if node.get("refdomain") != "py" or node.get("reftype") not in KINDS:
         return None
     role, target = node["reftype"], node["reftarget"]
-    why = problem(role, target)
+    key = f"{role} {target}"
+    if key not in _checked:
+        _checked[key] = problem(role, target)
+    why = _checked[key]
     if why:
         report(AuthorError.UNKNOWN_API, node, role=role, target=target, why=why)
     return contnode
@@ -153,4 +184,6 @@ def setup(app: Sphinx) -> dict:
     app.add_transform(IndexApiRoles)
     # After intersphinx (priority 500): only names its inventories do not have.
     app.connect("missing-reference", _check_api_role, priority=900)
+    app.connect("builder-inited", _load_checked)
+    app.connect("build-finished", _save_checked)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 3}

@@ -62,13 +62,22 @@ def _copy_notebooks(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
     snippets_dir = Path(app.config.autograd_docs_snippets_dir)
+    # A download is written again only when something it is made of is newer:
+    # the executed notebook, a snippet it may inline, or this code.
+    inputs = max((path.stat().st_mtime for path in [Path(__file__),
+                                                    *snippets_dir.glob("*.py")]),
+                 default=0)
     for docname in sorted(app.env.found_docs):
         notebook = _executed_notebook(app, docname)
-        if notebook.is_file():
-            target = Path(app.outdir) / f"{docname}.ipynb"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            executed = nbformat.read(notebook, as_version=4)
-            nbformat.write(reader_notebook(executed, snippets_dir), target)
+        if not notebook.is_file():
+            continue
+        target = Path(app.outdir) / f"{docname}.ipynb"
+        if target.is_file() and target.stat().st_mtime >= max(
+                inputs, notebook.stat().st_mtime):
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        executed = nbformat.read(notebook, as_version=4)
+        nbformat.write(reader_notebook(executed, snippets_dir), target)
 
 
 def setup(app: Sphinx) -> dict:
