@@ -18,12 +18,13 @@ and it reorders the list in place so that
 
 What a page costs is an estimate (``page_costs``): myst-nb's last measured
 execution time of the page when the saved environment has one (the best guess
-of the next: pages differ tenfold, 0.2 to 2 s), else a fixed cost per executed
+of the next: pages differ tenfold, 0.1 to 1.2 s), else a fixed cost per executed
 page plus a little per line of code. A clean build has nothing measured; fitted
-on this site's clean build (31 pages, run by the page runner), a page costs
-about 0.46 s plus 0.002 s per line (lines predict a page's time weakly, r = 0.36,
-and better than its count of cells, r = 0.16), so the plan mostly balances how
-many pages each reader executes. A page without code cells, or any page when execution is
+on this site's clean build (31 pages, run by the page runner from a server that
+preloads what pages import), a page costs about 0.24 s plus 0.0006 s per line
+(lines predict a page's time weakly, r = 0.19, and better than its count of
+cells, r = 0.03), so the plan mostly balances how many pages each reader
+executes. A page without code cells, or any page when execution is
 off, costs a read. Whether a page with code will be a cache hit is not guessed:
 it is read because its source or a snippet it imports changed, and then it
 usually executes.
@@ -45,8 +46,8 @@ from autograd_docs import _compat
 
 # Seconds, from the clean build's own log on a 2-core machine (bench/README.md):
 READ_SECONDS = 0.1  # reading a page that does not execute
-EXECUTE_SECONDS = 0.46  # an executed page's fixed part: fork, shell, imports
-LINE_SECONDS = 0.002  # and per line of code
+EXECUTE_SECONDS = 0.24  # an executed page's fixed part: fork, shell, figures
+LINE_SECONDS = 0.0006  # and per line of code
 SERVER_READY_SECONDS = 2.5  # the fork server's imports: no page executes before
 
 CODE_CELL = re.compile(r"^(`{3,}|:{3,})\{code-cell\}")
