@@ -188,6 +188,10 @@ class Server:
                 conn.close()
 
     def _launcher_input(self, conn) -> None:
+        if conn.fileno() < 0:
+            # Its kernel was reaped, and the socket closed, earlier in the same
+            # round of events: a page's build side hangs up as it kills the child.
+            return
         try:
             if conn.recv(1):
                 return  # launchers send nothing after the request; ignore it
