@@ -29,6 +29,7 @@ Targets are printed beside the ratios; nothing here asserts a time.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import re
@@ -153,7 +154,9 @@ def fetch(url: str) -> str:
     try:
         with urllib.request.urlopen(url, timeout=5) as response:
             return response.read().decode("utf8")
-    except OSError:  # refused while starting, or an HTTP error
+    except (OSError, http.client.HTTPException):
+        # refused while starting, an HTTP error, or the page cut short because
+        # the rebuild replaced it while it was being served
         return ""
 
 
