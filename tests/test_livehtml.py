@@ -8,6 +8,7 @@ that its log names the error, saves the fix, and checks the page shows the new
 output. It stops the server's whole process group, whatever happens.
 """
 
+import http.client
 import os
 import signal
 import socket
@@ -46,7 +47,9 @@ def fetch(url: str) -> tuple[int, str]:
     try:
         with urllib.request.urlopen(url, timeout=10) as response:
             return response.status, response.read().decode("utf8")
-    except OSError as error:  # refused while starting, or an HTTP error
+    except (OSError, http.client.HTTPException) as error:
+        # refused while starting, an HTTP error, or a page cut short because a
+        # rebuild replaced it while it was being served
         return getattr(error, "code", 0), ""
 
 
