@@ -274,6 +274,12 @@ EVERY_KIND_OF_OUTPUT = [
     fails()
     """, ["raises-exception"]),
     "%time x = sum(range(10))\nx",
+    # What the kernel app sets up for a page: matplotlib's backend, the working
+    # folder on the path.
+    """
+    import os, sys
+    print(os.environ.get("MPLBACKEND"), sys.path.index("") if "" in sys.path else None)
+    """,
 ]
 
 

@@ -29,10 +29,24 @@ import os
 import socket
 import sys
 import threading
+import types
 
 IDLE_WAIT = 30  # seconds; the "idle" of a cell that has returned is never this late
 KERNEL_INFO = -1
 DONE = -2  # the last line: every message was sent (a page that ends otherwise died)
+
+
+def _as_a_kernel_app_would() -> None:
+    """What ``IPKernelApp.initialize`` does to the process that a page could see:
+    the inline backend as matplotlib's default (``init_gui_pylab``), and the
+    working folder on ``sys.path`` after the standard library (IPython's own
+    ``init_path``). Not done, as not wanted: the user's IPython profile and
+    startup files, which a build must not depend on."""
+    from IPython.core.shellapp import InteractiveShellApp
+
+    if not os.environ.get("MPLBACKEND"):
+        os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    InteractiveShellApp.init_path(types.SimpleNamespace(ignore_cwd=False))
 
 
 def _kernel():
@@ -88,6 +102,7 @@ def _forward_iopub(client, sender: _Sender, state: dict, idle: threading.Event) 
 
 def run(results: socket.socket, cells: list[dict]) -> None:
     """Run ``cells`` (each ``{"source", "stop_on_error"}``), streaming to ``results``."""
+    _as_a_kernel_app_would()
     kernel, client = _kernel()
     sender = _Sender(results)
     state = {"cell": KERNEL_INFO}

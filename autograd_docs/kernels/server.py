@@ -64,7 +64,12 @@ def die_with_parent(signum: int, parent_pid: int) -> None:
 # FlopCounterMode import: 18 and 27 of 31 pages. A page forked before one is
 # imported imports it itself, as a fresh process would; each is imported only,
 # nothing is run.
-PRELOAD_WHEN_IDLE = ("torch._dynamo", "torch.utils.flop_counter", "torch.utils.checkpoint",
+# matplotlib (0.3 s) waits here too: only pages with figures need it, and the
+# first page (often the only one, in a rebuild) should not wait for it. Not
+# matplotlib_inline.backend_inline: importing it hooks figures into the running
+# IPython shell, and there is none until the child starts one.
+PRELOAD_WHEN_IDLE = ("matplotlib.pyplot", "matplotlib.backends.backend_agg",
+                     "torch._dynamo", "torch.utils.flop_counter", "torch.utils.checkpoint",
                      "torch.testing", "PIL.PngImagePlugin", "pygments.lexers.python")
 
 
@@ -75,11 +80,6 @@ def preload() -> None:
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     import numpy  # noqa: F401
     import torch  # noqa: F401
-    import matplotlib  # noqa: F401
-    import matplotlib.pyplot  # noqa: F401
-    import matplotlib.backends.backend_agg  # noqa: F401
-    # Not matplotlib_inline.backend_inline: importing it hooks figures into the
-    # running IPython shell, and there is none until the child starts one.
     import ipykernel.kernelapp  # noqa: F401
     import ipykernel.ipkernel  # noqa: F401
     import ipykernel.zmqshell  # noqa: F401
