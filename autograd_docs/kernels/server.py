@@ -57,20 +57,15 @@ def die_with_parent(signum: int, parent_pid: int) -> None:
         os.kill(os.getpid(), signum)
 
 
-# Imported once the server is ready, one at a time whenever no launcher or page
-# is waiting: what most pages' code imports lazily, measured (most of a page's
-# own time went to imports). torch._dynamo takes 0.7 s and brings torch.fx,
-# torch._subclasses and sympy, which torch.func's transforms and the oracle's
-# FlopCounterMode import: 18 and 27 of 31 pages. A page forked before one is
-# imported imports it itself, as a fresh process would; each is imported only,
-# nothing is run.
-# matplotlib (0.3 s) waits here too: only pages with figures need it, and the
-# first page (often the only one, in a rebuild) should not wait for it. Not
-# matplotlib_inline.backend_inline: importing it hooks figures into the running
-# IPython shell, and there is none until the child starts one.
-PRELOAD_WHEN_IDLE = ("matplotlib.pyplot", "matplotlib.backends.backend_agg",
-                     "torch._dynamo", "torch.utils.flop_counter", "torch.utils.checkpoint",
-                     "torch.testing", "PIL.PngImagePlugin", "pygments.lexers.python")
+# What most pages' code imports lazily, measured: most of a page's own time went
+# to imports. torch._dynamo takes 0.7 s and brings torch.fx, torch._subclasses
+# and sympy, which torch.func's transforms and the oracle's FlopCounterMode
+# import: 18 and 27 of 31 pages. All before the first fork, never while pages
+# run: a warning a module gives as it is imported (torch 2.14 deprecates
+# torch.jit.script, which torch._dynamo's import calls) would otherwise show in
+# the pages forked before the server imported it and not in the others.
+LAZY_IMPORTS = ("torch._dynamo", "torch.utils.flop_counter", "torch.utils.checkpoint",
+                "torch.testing", "PIL.PngImagePlugin", "pygments.lexers.python")
 
 
 def preload() -> None:
@@ -80,6 +75,11 @@ def preload() -> None:
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     import numpy  # noqa: F401
     import torch  # noqa: F401
+    import matplotlib  # noqa: F401
+    import matplotlib.pyplot  # noqa: F401
+    import matplotlib.backends.backend_agg  # noqa: F401
+    # Not matplotlib_inline.backend_inline: importing it hooks figures into the
+    # running IPython shell, and there is none until the child starts one.
     import ipykernel.kernelapp  # noqa: F401
     import ipykernel.ipkernel  # noqa: F401
     import ipykernel.zmqshell  # noqa: F401
@@ -95,20 +95,13 @@ def preload() -> None:
     import sqlite3  # noqa: F401
     import page_kernel  # noqa: F401
     import page_runner  # noqa: F401
+    for module in LAZY_IMPORTS:
+        importlib.import_module(module)
     # What Python's docs advise before forking without exec: move everything
     # imported so far out of the collector's way, so a kernel's garbage
     # collections neither walk torch's objects nor copy their memory pages.
     # (Measured: a full collection in a child, 0.24 s unfrozen, 0.0005 s frozen.
     # gc.get_objects() in a page lists only what the page itself created.)
-    gc.freeze()
-
-
-def preload_one(module: str) -> None:
-    """Import ``module`` (if it imports at all) and keep it out of the collector's way."""
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        return
     gc.freeze()
 
 
@@ -143,12 +136,8 @@ class Server:
         self.selector.register(self.listener, selectors.EVENT_READ, self._accept)
         self.selector.register(self.wake_r, selectors.EVENT_READ, self._reap)
         self.selector.register(0, selectors.EVENT_READ, self._parent_input)
-        later = list(PRELOAD_WHEN_IDLE)
         while True:
-            events = self.selector.select(timeout=0 if later else None)
-            if not events and later:
-                preload_one(later.pop(0))
-            for key, _ in events:
+            for key, _ in self.selector.select():
                 key.data(key.fileobj)
 
     def _accept(self, listener) -> None:
