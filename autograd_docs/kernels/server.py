@@ -61,9 +61,9 @@ def die_with_parent(signum: int, parent_pid: int) -> None:
 # to imports. torch._dynamo takes 0.7 s and brings torch.fx, torch._subclasses
 # and sympy, which torch.func's transforms and the oracle's FlopCounterMode
 # import: 18 and 27 of 31 pages. All before the first fork, never while pages
-# run: a warning a module gives as it is imported (torch 2.14 deprecates
-# torch.jit.script, which torch._dynamo's import calls) would otherwise show in
-# the pages forked before the server imported it and not in the others.
+# run: what a module does as it is imported (a warning, say) must happen for
+# every page or for none, not only for the pages forked before the server got
+# to it.
 LAZY_IMPORTS = ("torch._dynamo", "torch.utils.flop_counter", "torch.utils.checkpoint",
                 "torch.testing", "PIL.PngImagePlugin", "pygments.lexers.python")
 
