@@ -11,8 +11,8 @@ floor_warm    torch imported once, then every page's code exec'd in that warm pr
 render-only   a clean build with execution off (nb_execution_mode=off)
 clean         a clean `make html`: every page executed (fork server)
 clean, protocol  the same with AUTOGRAD_DOCS_KERNEL_PROTOCOL=1: each page in a forked
-              Jupyter kernel over the kernel protocol (the path before the IPython
-              shell in the forked child; both rows measure the same until it lands)
+              Jupyter kernel over the kernel protocol (the path before the page
+              runner, which runs the cells with IPython's shell in the forked child)
 clean, plain  the same with AUTOGRAD_DOCS_FORK_SERVER=0: one cold kernel per page
 no-change     `make html` again with nothing changed
 edit page     after editing a code cell of one page (and how many pages executed)
@@ -504,7 +504,7 @@ def report(runs, n_pages, page, snippet, snippet_users, scaling, scaling_plain) 
         ("clean / floor_proc", t["clean"] / floor_proc, "<= 1.0"),
         ("clean / floor_warm", t["clean"] / floor_warm, "<= 1.5"),
         ("clean, kernel protocol / clean", t["clean, kernel protocol"] / t["clean"],
-         "speed-up of the new path (1.00 until it lands)"),
+         "speed-up of the page runner"),
         ("no-change / render-only", t["no-change"] / render, "<= 0.3"),
         ("edit one page / (no-change + 1 s)", t["edit page"] / (t["no-change"] + 1),
          "<= 1.0"),
