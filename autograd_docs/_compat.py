@@ -116,6 +116,11 @@ def is_mystnb_noise(record: logging.LogRecord) -> bool:
     return False
 
 
+# (path, its mtime) -> executes_page's answer: the build log and the reading
+# order both ask, for the same pages, before parallel readers fork.
+_executes: dict[tuple[str, int], bool] = {}
+
+
 def executes_page(app: Sphinx, docname: str) -> bool:
     """Whether myst-nb will execute ``docname`` or take it from the cache when it
     reads it: ``SphinxParser.parse`` runs a page through ``create_client`` when
@@ -123,11 +128,18 @@ def executes_page(app: Sphinx, docname: str) -> bool:
     (``mystnb:``) over the configuration; ``create_client`` then executes unless
     the mode is "off", the path is excluded, or the mode is "auto" and no code
     cell lacks outputs (myst-nb 1.4.0, ``sphinx_.py`` and ``core/execute/``)."""
-    from myst_nb.core.read import create_nb_reader
-
     path = Path(app.env.doc2path(docname))
     if not path.is_file():
         return False
+    key = (str(path), path.stat().st_mtime_ns)
+    if key not in _executes:
+        _executes[key] = _executes_page(app, path)
+    return _executes[key]
+
+
+def _executes_page(app: Sphinx, path: Path) -> bool:
+    from myst_nb.core.read import create_nb_reader
+
     text = path.read_text(encoding="utf8")
     config = app.env.mystnb_config
     reader = create_nb_reader(str(path), app.env.myst_config, config, text)

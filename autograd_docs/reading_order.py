@@ -24,10 +24,10 @@ on this site's clean build (31 pages, run by the page runner from a server that
 preloads what pages import), a page costs about 0.24 s plus 0.0006 s per line
 (lines predict a page's time weakly, r = 0.19, and better than its count of
 cells, r = 0.03), so the plan mostly balances how many pages each reader
-executes. A page without code cells, or any page when execution is
-off, costs a read. Whether a page with code will be a cache hit is not guessed:
-it is read because its source or a snippet it imports changed, and then it
-usually executes.
+executes. A page myst-nb will not execute (``_compat.executes_page``, the
+decision the build log counts with) costs a read. Whether a page that executes
+will be a cache hit is not guessed: it is read because its source or a snippet
+it imports changed, and then it usually executes.
 
 A serial build (``-j 1``) reads the pages that do not execute first, for the
 same overlap with the server's imports.
@@ -194,18 +194,16 @@ def _dealt_end(chunks, index, order, costs, nproc) -> float:
 
 
 def page_costs(app: Sphinx, env, docnames: Sequence[str]) -> tuple[dict[str, float], set[str]]:
-    """Each page's estimated cost, and which pages execute."""
-    executes = app.config.nb_execution_mode != "off"
+    """Each page's estimated cost, and which pages execute (myst-nb's own
+    decision, ``_compat.executes_page``, which the build log counts too)."""
     costs, executed = {}, set()
     for docname in docnames:
-        try:
-            text = env.doc2path(docname).read_text(encoding="utf8")
-        except OSError:
-            text = ""
-        cells, lines = code_lines(text) if "file_format: mystnb" in text else (0, 0)
+        executes = _compat.executes_page(app, docname)
+        cells, lines = (code_lines(env.doc2path(docname).read_text(encoding="utf8"))
+                        if executes else (0, 0))
         measured = _compat.execution_seconds(env, docname)
         costs[docname] = estimate(cells, lines, measured, executes)
-        if executes and cells:
+        if executes:
             executed.add(docname)
     return costs, executed
 

@@ -251,6 +251,7 @@ def _install_kernelspec(app: Sphinx, env, docnames: list[str]) -> None:
     """
     if not docnames or app.config.nb_execution_mode == "off":
         return
+    environment = kernel_environment(Path(app.confdir))
     reason = unavailable_reason()
     if reason:
         logger.info(f"fork server off ({reason}): each page starts its own kernel "
@@ -261,12 +262,12 @@ def _install_kernelspec(app: Sphinx, env, docnames: list[str]) -> None:
         _start_server(app)
         argv = launcher_argv(_server.socket_path)
         if os.environ.get(PROTOCOL_SWITCH) != "1":
-            _forked_pages = (_server.socket_path, kernel_environment(Path(app.confdir)))
+            _forked_pages = (_server.socket_path, environment)
     spec = {
         "argv": argv,
         "display_name": "Python 3 (ipykernel)",
         "language": "python",
-        "env": kernel_environment(Path(app.confdir)),
+        "env": environment,
     }
     spec_file = kernelspec_file(app)
     spec_file.parent.mkdir(parents=True, exist_ok=True)

@@ -153,7 +153,8 @@ class ForkedPageClient:
                 **_ignored) -> str:
         index = self._executed
         expected = self._manager.cells
-        if index >= len(expected) or expected[index]["source"] != code:
+        if index >= len(expected) or expected[index] != {"source": code,
+                                                          "stop_on_error": stop_on_error}:
             raise RuntimeError(
                 f"nbclient asked to run cell {index} of a page, which the forked "
                 "runner was not given: page_client.cells_to_run no longer follows "
