@@ -62,6 +62,17 @@ def wrap_create_client(wrapper: Callable) -> None:
     myst_nb.sphinx_.create_client = wrapper(myst_nb.sphinx_.create_client)
 
 
+def word_exec_table_status() -> None:
+    """The execution table's Status column says "ok" or "failed", not ✅ or ❌,
+    which draw as an empty box where no emoji font is installed (this build
+    machine's Chromium, many readers' Linux). Rewrites the private
+    ``_key2transform`` of ``myst_nb/ext/execution_tables.py``; retired by a
+    myst-nb option for the table's symbols (no upstream issue found)."""
+    from myst_nb.ext import execution_tables
+
+    execution_tables._key2transform["succeeded"] = lambda x: "ok" if x is True else "failed"
+
+
 def add_mystnb_stylesheet(app: Sphinx) -> None:
     """Copy myst-nb's stylesheet into ``_static`` now, as it does at build-finished.
 

@@ -23,7 +23,7 @@ from autograd_docs.build_log import (
     split_problems,
 )
 
-from site_copy import SMALL_SITE, VENV, build, make_copy, small_page, write
+from site_copy import ROOT, SMALL_SITE, VENV, build, make_copy, small_page, write
 
 # An absolute path: a slash at the start of a word (not "../x", "a/b", "https://").
 ABSOLUTE = re.compile(r"(?:^|[\s'\"=(\[])/[^\s/]+/")
@@ -146,3 +146,16 @@ def test_a_failed_build_lists_its_problems_at_the_end(tmp_path):
         assert where in tail, tail
     assert tail.splitlines()[-2].startswith("build finished with problems, 3 warnings")
     assert_clean_of_paths_and_noise(result.log, folder)
+
+
+def test_the_readme_shows_the_lines_the_build_prints():
+    """The example in the quick start (which the site includes) is in the format
+    the build prints, byte for byte, and names pages that exist; its seconds and
+    count are an example, and the text says so."""
+    readme = (ROOT / "README.md").read_text(encoding="utf8")
+    example = readme.split("an example:\n\n```text\n", 1)[1].split("```", 1)[0]
+    lines = example.splitlines()
+    pages = PageLine.parse(example)
+    assert [str(page) for page in pages] == lines and lines
+    assert all((ROOT / page.path).is_file() for page in pages)
+

@@ -114,6 +114,7 @@ def setup(app: Sphinx) -> dict:
     # Before parallel readers start: two workers creating it at once can race.
     app.connect("builder-inited", _create_cache_database)
     _compat.serialize_cache_access()
+    _compat.word_exec_table_status()
     app.connect("source-read", _note_snippet_dependencies)
     _compat.wrap_create_client(_page_client)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
