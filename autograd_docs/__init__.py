@@ -9,7 +9,10 @@ private hooks of Sphinx, myst-nb and jupyter-cache they use are all in
 
 from __future__ import annotations
 
-from sphinx.application import Sphinx
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pages' kernels import autograd_docs.claim_record: keep it light
+    from sphinx.application import Sphinx
 
 
 def setup(app: Sphinx) -> dict:

@@ -34,6 +34,11 @@ class AuthorError(Enum):
         "{value}",
         "fix the code the claim checks, or the prose it quotes",
     )
+    QUOTE_NOT_IN_PROSE = (
+        "the check here quotes {quote!r}, which the page's prose no longer says",
+        "the sentence it proves was edited: make the check prove the sentence as the "
+        "page now says it and quote that, or restore the sentence",
+    )
     CELL_TIMEOUT = (
         "cell did not finish within {timeout} s",
         "make it faster, or give this page more time with "

@@ -3,14 +3,30 @@
 A page's hidden cells compare what PyTorch printed with something computed another
 way: a closed form, finite differences, or a different API. When the two disagree
 the cell raises ``ClaimFailed`` and the build fails, naming the page and the claim.
+
+A check names the sentence it proves with ``quote=``: a verbatim excerpt of the
+page's prose (line breaks and runs of spaces match any whitespace). A passing
+check publishes a record of it (``CLAIM_MIMETYPE``) that the build reads: it
+fails at the check's line when the quote is no longer in the page's prose, so a
+checked sentence cannot change without its check being revisited, and it shows
+readers which sentences were proved (``autograd_docs/execution/claims.py``).
+A sentence stated over a family (every elementwise map, every point, every dtype)
+is checked over that family by ``check_property``, with Hypothesis drawing the
+members (``families.py`` holds the families).
 """
 
 from __future__ import annotations
 
 import sys
+import zlib
 from collections.abc import Callable
 
 import torch
+
+from autograd_docs.claim_record import MIMETYPE as CLAIM_MIMETYPE
+
+# A quote names a sentence or a clause: a word or two would match by accident.
+MIN_QUOTE_WORDS = 4
 
 
 class ClaimFailed(AssertionError):
@@ -42,18 +58,21 @@ def finite_difference_jacobian(
 def check_close(
     actual,
     expected,
-    claim: str,
+    claim: str | None = None,
     *,
+    quote: str | None = None,
     atol: float = 1e-6,
     rtol: float = 1e-5,
     show: bool = False,
 ) -> None:
     """Raise ``ClaimFailed`` unless ``actual`` matches ``expected`` in shape and value.
 
-    ``claim`` is the sentence the page relies on, quoted in the failure so the
-    author knows which prose to revisit. With ``show=True`` a passing check prints
-    a line for readers (use it in ``remove-input`` cells).
+    ``claim`` is what the page relies on, said in the failure so the author knows
+    which prose to revisit; ``quote`` is the sentence of the page it proves,
+    verbatim (then ``claim`` may be left out). With ``show=True`` a passing check
+    prints a line for readers (use it in ``remove-input`` cells).
     """
+    claim = _claim(claim, quote)
     actual_t = torch.as_tensor(actual).detach()
     expected_t = torch.as_tensor(expected).detach()
     if actual_t.shape != expected_t.shape:
@@ -66,23 +85,24 @@ def check_close(
     if not torch.allclose(a, e, atol=atol, rtol=rtol, equal_nan=True):
         worst = (a - e).abs().nan_to_num(nan=float("inf")).max().item()
         _fail(claim, actual_t, expected_t, f"largest difference {worst:.3g}")
-    if show:
-        print(f"✓ {claim}")
+    _proved("check_close", claim, quote, show)
 
 
-def check_text(actual: str, expected: str, claim: str, *, show: bool = False) -> None:
+def check_text(actual: str, expected: str, claim: str | None = None, *,
+               quote: str | None = None, show: bool = False) -> None:
     """Raise ``ClaimFailed`` unless two printed representations are identical."""
+    claim = _claim(claim, quote)
     if actual != expected:
         raise ClaimFailed(
             f"claim no longer holds: {claim}\n"
             f"  PyTorch printed: {actual!r}\n"
             f"  the page says:   {expected!r}"
         )
-    if show:
-        print(f"✓ {claim}")
+    _proved("check_text", claim, quote, show)
 
 
-def check_raised(error_class: type[BaseException], words: str, claim: str) -> str:
+def check_raised(error_class: type[BaseException], words: str, claim: str | None = None,
+                 *, quote: str | None = None) -> str:
     """Raise ``ClaimFailed`` unless the cell just above raised ``error_class`` with ``words``.
 
     For cells tagged ``raises-exception``: IPython keeps the error in
@@ -90,15 +110,20 @@ def check_raised(error_class: type[BaseException], words: str, claim: str) -> st
     running the call again. The message must start with ``words``. The error is
     then forgotten, so a later check cannot pass on a stale one. Returns the message.
     """
+    claim = _claim(claim, quote)
     error, sys.last_value = getattr(sys, "last_value", None), None
     if not isinstance(error, error_class):
         raise ClaimFailed(f"claim no longer holds: {claim}\n  the cell above raised {error!r}")
-    check_text(str(error)[: len(words)], words, claim)
+    if str(error)[: len(words)] != words:
+        check_text(str(error)[: len(words)], words, claim)
+    _proved("check_raised", claim, quote, False)
     return str(error)
 
 
-def check_differs(actual, belief, claim: str, *, atol: float = 1e-4) -> None:
+def check_differs(actual, belief, claim: str | None = None, *, quote: str | None = None,
+                  atol: float = 1e-4) -> None:
     """Raise ``ClaimFailed`` if a counterexample agrees with the belief it refutes."""
+    claim = _claim(claim, quote)
     actual_t = torch.as_tensor(actual).detach().double()
     belief_t = torch.as_tensor(belief).detach().double()
     if actual_t.shape == belief_t.shape and torch.allclose(
@@ -106,6 +131,93 @@ def check_differs(actual, belief, claim: str, *, atol: float = 1e-4) -> None:
     ):
         raise ClaimFailed(f"claim no longer holds: {claim}\n"
                           f"  both are {actual_t}: the counterexample agrees with the belief")
+    _proved("check_differs", claim, quote, False)
+
+
+def check_property(holds: Callable[..., bool | None], *families, claim: str | None = None,
+                   quote: str | None = None, examples: int | None = None) -> None:
+    """Raise ``ClaimFailed`` unless ``holds(*members)`` for every member of the families.
+
+    For a sentence stated over a family ("for every elementwise f", "at any
+    point", "whatever the dtype"): each of ``families`` is a Hypothesis strategy
+    (``families.py``), ``holds`` returns ``False`` or raises (an ``assert``, a
+    ``check_*``) when the sentence is false of what it was given. The failure
+    names the smallest counterexample Hypothesis found. The draw is derandomized
+    (``families.CLAIM_SETTINGS``: the same members on every build and machine, no
+    example database), bounded by ``examples``, and leaves torch's random state as
+    it found it, so a hidden check never changes what the visible cells compute.
+    """
+    from families import CLAIM_SETTINGS
+    from hypothesis import given, seed, settings
+    from hypothesis import strategies as st
+
+    claim = _claim(claim, quote)
+    examples = examples or CLAIM_SETTINGS.max_examples
+    failures: list[tuple[tuple, BaseException | None]] = []
+
+    # Seeded by the claim: the same members every build, and each claim its own.
+    @seed(zlib.crc32(claim.encode()))
+    @settings(CLAIM_SETTINGS, max_examples=examples)
+    @given(st.tuples(*families))
+    def property_holds(members):
+        try:
+            ok = holds(*members)
+        except Exception as failure:  # an error is a counterexample too: say which
+            failures.append((members, failure))
+            raise
+        if ok is False:
+            failures.append((members, None))
+            raise AssertionError
+    with torch.random.fork_rng(devices=[]):
+        try:
+            property_holds()
+        except Exception:
+            if not failures:
+                raise  # the families themselves failed to draw: not a counterexample
+            # Hypothesis replays the shrunk counterexample last.
+            members, failure = failures[-1]
+            shown = ", ".join(repr(member) for member in members)
+            why = "" if failure is None else (
+                str(failure).strip() if isinstance(failure, AssertionError)
+                else f"{type(failure).__name__}: {failure}")
+            why = f"\n  because: {why}" if why else ""
+            raise ClaimFailed(f"claim no longer holds: {claim}\n"
+                              f"  counterexample: {shown}{why}") from None
+    _proved("check_property", claim, quote, False, examples=examples,
+            families=[_family_name(family) for family in families])
+
+
+def _family_name(strategy) -> str:
+    return getattr(strategy, "family_name", None) or repr(strategy)
+
+
+def _claim(claim: str | None, quote: str | None) -> str:
+    """What a failure says: the claim, else the quoted sentence itself."""
+    if quote is not None and len(quote.split()) < MIN_QUOTE_WORDS:
+        raise ValueError(f"quote={quote!r} is too short to name a sentence: quote at "
+                         f"least {MIN_QUOTE_WORDS} words of the page's prose")
+    if claim is None and quote is None:
+        raise TypeError("say what the check proves: claim=, or quote= with the sentence")
+    return claim if claim is not None else quote
+
+
+def _proved(check: str, claim: str, quote: str | None, show: bool, **details) -> None:
+    """A check passed: print it for readers if asked, and publish its record."""
+    if show:
+        print(f"✓ {claim}")
+    if quote is None:
+        return
+    from IPython import get_ipython
+    from IPython.display import display
+
+    if get_ipython() is None:
+        return  # a script, not a page: no build to read the record
+    cell = sys._getframe(1)
+    while cell.f_back is not None and cell.f_code.co_name != "<module>":
+        cell = cell.f_back  # a cell runs as module code; its line is the check's
+    record = {"quote": quote, "claim": claim, "check": check, "line": cell.f_lineno,
+              "torch": torch.__version__, **details}
+    display({CLAIM_MIMETYPE: record}, raw=True)
 
 
 def _fail(claim: str, actual, expected, why: str):
@@ -151,6 +263,16 @@ def main() -> None:
     else:
         raise AssertionError("check_differs accepted a counterexample that agrees")
     print("✓ raised errors are read once, and agreeing counterexamples rejected")
+    from hypothesis import strategies as st
+
+    check_property(lambda n: n * n >= n, st.integers(-100, 100), claim="n² ≥ n for integers")
+    try:
+        check_property(lambda n: n * n > n, st.integers(-100, 100), claim="n² > n")
+    except ClaimFailed as failure:
+        assert "counterexample: 0" in str(failure), failure  # shrunk to the smallest
+    else:
+        raise AssertionError("check_property accepted a false claim")
+    print("✓ a property holds over its family, and a false one names its smallest counterexample")
 
 
 if __name__ == "__main__":

@@ -94,6 +94,12 @@ FAULTS: dict[AuthorError, Fault] = {
         fence_of("check_close(z.grad"),
         ("claim no longer holds: the identity gives the seed back",
          "fix the code the claim checks, or the prose it quotes")),
+    AuthorError.QUOTE_NOT_IN_PROSE: Fault(
+        # The checked sentence is reworded; its check still quotes the old words.
+        replace("comes back for the identity.", "is returned for the identity."),
+        line_of('quote="comes back for the identity"'),
+        ("the check here quotes 'comes back for the identity', which the page's prose "
+         "no longer says", "make the check prove the sentence as the page now says it")),
     AuthorError.CELL_TIMEOUT: Fault(
         add_page("test-page", TIMEOUT_PAGE), fence_of("print(z.grad)"),
         ("cell did not finish within 2 s", "execution_timeout"), timeout=120),

@@ -4,7 +4,8 @@ The one wrapper of myst-nb's execution client (``create_client``). Before the
 cache looks a page up, it numbers the cells (``cell-0``, ``cell-1``: nbformat
 would give them random ids) and adds the page's cache key (``cache_key``); after
 the page ran or came from the cache, it keeps the outputs in the notebook myst-nb
-writes, and hands the result to the checks (``checks``). It also tells Sphinx
+writes, and hands the result to the checks (``checks``) and to the claims
+(``claims``: the sentences hidden checks quote, held to the prose). It also tells Sphinx
 which snippets each page imports, so an edit to one re-reads exactly those pages.
 """
 
@@ -16,7 +17,7 @@ from pathlib import Path
 from sphinx.application import Sphinx
 
 from autograd_docs import _compat, build_log
-from autograd_docs.execution import cache_key, checks
+from autograd_docs.execution import cache_key, checks, claims
 
 # myst-nb's execution report, replaced by the one-line reports of ``checks``.
 REPLACED_WARNINGS = ["mystnb.exec"]
@@ -86,6 +87,7 @@ class _PageClient:
                 seconds = client.exec_metadata.get("runtime") or seconds
             build_log.page_done(client.path, seconds, state)
         checks.check_executed(client)
+        claims.take(client)
         return client
 
     def __exit__(self, *exc_info):
@@ -117,4 +119,5 @@ def setup(app: Sphinx) -> dict:
     _compat.word_exec_table_status()
     app.connect("source-read", _note_snippet_dependencies)
     _compat.wrap_create_client(_page_client)
+    claims.connect(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

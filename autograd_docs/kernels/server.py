@@ -65,7 +65,10 @@ def die_with_parent(signum: int, parent_pid: int) -> None:
 # every page or for none, not only for the pages forked before the server got
 # to it.
 LAZY_IMPORTS = ("torch._dynamo", "torch.utils.flop_counter", "torch.utils.checkpoint",
-                "torch.testing", "PIL.PngImagePlugin", "pygments.lexers.python")
+                "torch.testing", "PIL.PngImagePlugin", "pygments.lexers.python",
+                # oracle.check_property's (0.3 s), and the record of a quoting check
+                "hypothesis", "hypothesis.strategies", "IPython.display",
+                "autograd_docs.claim_record")
 
 
 def preload() -> None:

@@ -1,0 +1,311 @@
+"""Families that general sentences are checked over, as Hypothesis strategies.
+
+A sentence such as "for every elementwise f, the ones seed gives every dy_i/dx_i"
+is checked with ``oracle.check_property`` over ``elementwise_maps()``; a sentence
+about "any f whose inputs each feed one output" over a family that also holds the
+maps that would break it (``permutation_maps()``, ``mixing_maps()``). A drawn map
+is a ``Map``: callable, named for the counterexample a failure prints (``flip(x)
+* c``), with the size of the input it takes. Tensors are made from Hypothesis's
+draws or from a drawn seed in a ``torch.Generator`` of their own, never from
+torch's global random state, so a check does not change what a page computes.
+
+Run this file to draw from every family and check each is what it says.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+# Hypothesis caches what it reads of local modules under .hypothesis/ in the
+# working folder, which for a page is docs/: keep it out of the repository.
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY",
+                      os.path.join(tempfile.gettempdir(), "autograd-docs-hypothesis"))
+
+import torch  # noqa: E402
+from hypothesis import HealthCheck, Phase, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+SIZES = st.integers(min_value=2, max_value=6)
+SEEDS = st.integers(min_value=0, max_value=2**31 - 1)
+BATCH_SIZES = st.integers(min_value=2, max_value=5)  # BatchNorm in training needs two
+DTYPE = torch.float64  # what a property compares in, unless it draws a dtype
+
+# How every property check draws: the same members on every build and machine
+# (derandomized, no example database), a bounded number of them, and nothing
+# timed (the explain phase and the health checks time what they run: a busy
+# machine would draw, or fail, differently).
+CLAIM_SETTINGS = settings(
+    max_examples=40, derandomize=True, database=None, deadline=None, print_blob=False,
+    report_multiple_bugs=False, phases=(Phase.explicit, Phase.generate, Phase.shrink),
+    suppress_health_check=list(HealthCheck))
+
+
+@dataclass(frozen=True)
+class Map:
+    """A function of one tensor, named as a failure prints it."""
+
+    name: str
+    fn: Callable[[torch.Tensor], torch.Tensor] = field(repr=False, compare=False)
+    n: int  # the length of the input it takes (a vector, or a batch of rows of n)
+    kind: str  # the family it was drawn from
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fn(x)
+
+    def __repr__(self) -> str:
+        return f"{self.name} (n={self.n})"
+
+    def point(self, seed: int = 0, dtype: torch.dtype = DTYPE) -> torch.Tensor:
+        """A point to evaluate at: n standard normal entries, from ``seed``."""
+        return torch.randn(self.n, dtype=dtype, generator=torch.Generator().manual_seed(seed))
+
+
+def named(family: str):
+    """Label the strategies a factory makes with the family's name: a property
+    check's record says what it ran over."""
+    def decorate(factory):
+        @functools.wraps(factory)
+        def make(*args, **kwargs) -> st.SearchStrategy:
+            strategy = factory(*args, **kwargs)
+            strategy.family_name = family
+            return strategy
+        make.family_name = family
+        return make
+    return decorate
+
+
+def _vector(generator_seed: int, *shape: int) -> torch.Tensor:
+    return torch.randn(*shape, dtype=DTYPE, generator=torch.Generator().manual_seed(generator_seed))
+
+
+# -- Maps R^n -> R^n (one output per input) -----------------------------------------
+
+ELEMENTWISE = {
+    "sin(x)": torch.sin,
+    "tanh(x)": torch.tanh,
+    "exp(x)": torch.exp,
+    "x**2": lambda x: x**2,
+    "x**3 - x": lambda x: x**3 - x,
+    "sigmoid(x)": torch.sigmoid,
+    "relu(x)": torch.relu,  # a kink at 0
+    "abs(x)": torch.abs,  # a kink at 0
+    "softplus(x)": torch.nn.functional.softplus,
+    "x": lambda x: x,
+}
+
+
+@named("elementwise maps")
+@st.composite
+def elementwise_maps(draw, n: st.SearchStrategy[int] = SIZES) -> Map:
+    """y_i = g(x_i), or c_i * g(x_i): J is diagonal at every point."""
+    name = draw(st.sampled_from(sorted(ELEMENTWISE)))
+    g, size = ELEMENTWISE[name], draw(n)
+    if draw(st.booleans()):
+        c = _vector(draw(SEEDS), size)
+        return Map(f"c * {name}", lambda x: c.to(x.dtype) * g(x), size, "elementwise")
+    return Map(name, g, size, "elementwise")
+
+
+@named("permutations")
+@st.composite
+def permutations(draw, n: st.SearchStrategy[int] = SIZES) -> list[int]:
+    """An order of range(n): the identity, a flip, a roll, or any other."""
+    size = draw(n)
+    return draw(st.sampled_from([
+        list(range(size)), list(range(size))[::-1],
+        [(i + 1) % size for i in range(size)],
+    ]) | st.permutations(list(range(size))))
+
+
+@named("permutation maps")
+@st.composite
+def permutation_maps(draw, n: st.SearchStrategy[int] = SIZES) -> Map:
+    """y = x[p], or c * x[p], or g(x[p]): each input feeds exactly one output,
+    which need not be its own."""
+    order = draw(permutations(n))
+    size, index = len(order), torch.tensor(order)
+    label = "flip(x)" if order == list(range(size))[::-1] and size > 1 else f"x[{order}]"
+    kind = draw(st.sampled_from(["plain", "scaled", "composed"]))
+    if kind == "scaled":
+        c = torch.arange(1.0, size + 1, dtype=DTYPE)
+        return Map(f"{label} * c, c = 1..{size}", lambda x: x[index] * c.to(x.dtype), size,
+                   "permutation")
+    if kind == "composed":
+        return Map(f"sin({label})", lambda x: torch.sin(x[index]), size, "permutation")
+    return Map(label, lambda x: x[index], size, "permutation")
+
+
+@named("linear maps")
+@st.composite
+def linear_maps(draw, n: st.SearchStrategy[int] = SIZES, m: st.SearchStrategy[int] | None = None
+                ) -> Map:
+    """x -> A x with A drawn (square unless ``m`` draws the output size): J = A."""
+    size = draw(n)
+    rows = draw(m) if m is not None else size
+    structure = draw(st.sampled_from(["dense", "triangular", "diagonal", "sparse"]))
+    A = _vector(draw(SEEDS), rows, size)
+    if structure == "triangular":
+        A = torch.tril(A)
+    elif structure == "diagonal":
+        A = torch.diag_embed(torch.diagonal(A)) if rows == size else A
+    elif structure == "sparse":
+        A = A * (torch.rand(rows, size, generator=torch.Generator().manual_seed(draw(SEEDS)))
+                 < 0.3)
+    return Map(f"{structure} A @ x, A {rows}x{size}", lambda x: A.to(x.dtype) @ x, size, "linear")
+
+
+MIXING = {
+    "softmax(x)": lambda x: torch.softmax(x, -1),
+    "log_softmax(x)": lambda x: torch.log_softmax(x, -1),
+    "cumsum(x)": lambda x: torch.cumsum(x, -1),
+    "cumprod(x)": lambda x: torch.cumprod(x, -1),
+    "x - mean(x)": lambda x: x - x.mean(-1, keepdim=True),
+    "layer_norm(x)": lambda x: torch.nn.functional.layer_norm(x, x.shape[-1:]),
+    "rms_norm(x)": lambda x: torch.nn.functional.rms_norm(x, x.shape[-1:]),
+    "normalize(x)": lambda x: torch.nn.functional.normalize(x, dim=-1),
+    "sort(x)": lambda x: torch.sort(x, -1).values,
+    "x * sum(x)": lambda x: x * x.sum(-1, keepdim=True),
+}
+
+
+@named("maps that mix entries")
+@st.composite
+def mixing_maps(draw, n: st.SearchStrategy[int] = SIZES) -> Map:
+    """Softmax, cumsum, normalisations and kin: y_i depends on several x_j."""
+    name = draw(st.sampled_from(sorted(MIXING)))
+    return Map(name, MIXING[name], draw(n), "mixing")
+
+
+@named("maps R^n -> R^n")
+def vector_maps(n: st.SearchStrategy[int] = SIZES) -> st.SearchStrategy[Map]:
+    """Every kind above: elementwise, permuting, linear and mixing maps."""
+    return st.one_of(elementwise_maps(n), permutation_maps(n), linear_maps(n), mixing_maps(n))
+
+
+# -- Networks and batches ------------------------------------------------------------
+
+@named("small networks")
+@st.composite
+def small_networks(draw, batchnorm: bool | None = None, n: st.SearchStrategy[int] = SIZES
+                   ) -> torch.nn.Module:
+    """A two-layer MLP on n features, with BatchNorm1d between the layers when
+    ``batchnorm`` is True, without when False, either when None. Its parameters
+    require grad, as a module's do; it is in training mode."""
+    size, width = draw(n), draw(st.integers(2, 8))
+    with_norm = draw(st.booleans()) if batchnorm is None else batchnorm
+    activation = draw(st.sampled_from([torch.nn.Tanh, torch.nn.ReLU, torch.nn.GELU]))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(draw(SEEDS))
+        layers = [torch.nn.Linear(size, width)]
+        layers += [torch.nn.BatchNorm1d(width)] if with_norm else []
+        layers += [activation(), torch.nn.Linear(width, draw(st.integers(1, 3)))]
+        net = torch.nn.Sequential(*layers).double()
+    net.in_features = size
+    return net
+
+
+@named("batches")
+@st.composite
+def batches(draw, features: int | st.SearchStrategy[int] = SIZES,
+            size: st.SearchStrategy[int] = BATCH_SIZES) -> torch.Tensor:
+    """A batch of rows, (B, n), B at least 2 (BatchNorm in training needs two)."""
+    n = features if isinstance(features, int) else draw(features)
+    return _vector(draw(SEEDS), draw(size), n)
+
+
+# -- Points and dtypes ---------------------------------------------------------------
+
+KINKS = (0.0, -0.0, 1.0, -1.0)  # where relu, abs, clamp, sign and sqrt change rule
+
+
+@named("points with kinks and zeros")
+@st.composite
+def points(draw, n: int | st.SearchStrategy[int] = SIZES, kinks: bool = True,
+           dtype: torch.dtype = DTYPE) -> torch.Tensor:
+    """A vector of n finite entries; with ``kinks``, entries drawn from 0, -0.0 and
+    +-1 (where piecewise functions switch) as well as anywhere else."""
+    size = n if isinstance(n, int) else draw(n)
+    entry = st.floats(-10, 10, allow_nan=False, allow_infinity=False, width=64)
+    if kinks:
+        entry = st.sampled_from(KINKS) | entry
+    return torch.tensor(draw(st.lists(entry, min_size=size, max_size=size)), dtype=dtype)
+
+
+REAL_DTYPES = (torch.float32, torch.float64)
+COMPLEX_DTYPES = (torch.complex64, torch.complex128)
+
+
+@named("dtypes")
+def dtypes(real: bool = True, complex: bool = True) -> st.SearchStrategy[torch.dtype]:
+    """Floating dtypes that can require grad: real, complex, or both."""
+    chosen = (REAL_DTYPES if real else ()) + (COMPLEX_DTYPES if complex else ())
+    return st.sampled_from(chosen)
+
+
+def main() -> None:
+    """Draw from every family and check each member is what its family says."""
+    from hypothesis import given
+    from oracle import check_close, finite_difference_jacobian
+
+    def jacobian(f: Map, x=None):
+        x = f.point() if x is None else x
+        return torch.autograd.functional.jacobian(f, x)
+
+    sample = settings(CLAIM_SETTINGS, max_examples=30)
+
+    @sample
+    @given(elementwise_maps())
+    def elementwise_jacobians_are_diagonal(f):
+        J = jacobian(f)
+        check_close(J, torch.diag(torch.diagonal(J)), f"{f} has a diagonal J")
+
+    @sample
+    @given(permutation_maps())
+    def permutations_feed_each_input_to_one_output(f):
+        J = jacobian(f, f.point() + 3)  # away from sin's zeros: every entry shows
+        assert ((J != 0).sum(0) == 1).all() and ((J != 0).sum(1) == 1).all(), f
+
+    @sample
+    @given(linear_maps())
+    def linear_maps_have_their_matrix_as_jacobian(f):
+        x = f.point()
+        check_close(jacobian(f, x), finite_difference_jacobian(f, x), f"{f}: J by FD")
+
+    @sample
+    @given(mixing_maps())
+    def mixing_maps_mix(f):
+        J = jacobian(f, f.point(seed=1))
+        assert (J - torch.diag(torch.diagonal(J))).abs().max() > 1e-6, f
+
+    @sample
+    @given(st.booleans(), st.data())
+    def networks_take_batches(with_norm, data):
+        net = data.draw(small_networks(batchnorm=with_norm))
+        batch = data.draw(batches(features=net.in_features))
+        assert all(p.requires_grad for p in net.parameters()), net
+        has_norm = any(isinstance(m, torch.nn.BatchNorm1d) for m in net.modules())
+        assert has_norm == with_norm and net(batch).shape[0] == batch.shape[0], net
+
+    @sample
+    @given(points(n=4))
+    def points_are_finite_vectors(x):
+        assert x.shape == (4,) and torch.isfinite(x).all()
+
+    for property_ in (elementwise_jacobians_are_diagonal,
+                      permutations_feed_each_input_to_one_output,
+                      linear_maps_have_their_matrix_as_jacobian, mixing_maps_mix,
+                      networks_take_batches, points_are_finite_vectors):
+        property_()
+        print(f"✓ {property_.__name__.replace('_', ' ')}")
+    print(f"✓ every family is named: {', '.join(f.family_name for f in FAMILIES)}")
+
+
+FAMILIES = (elementwise_maps, permutations, permutation_maps, linear_maps, mixing_maps,
+            vector_maps, small_networks, batches, points, dtypes)
+
+if __name__ == "__main__":
+    main()
