@@ -20,7 +20,7 @@ INSTALLED       := $(VENV)/.installed
 NODE_MODULES    := node_modules/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help html test lint doctest pytest livehtml linkcheck audit bench clean mutants upgrade-check
+.PHONY: help html test lint doctest pytest livehtml linkcheck audit bench clean mutants upgrade-check api-inventory
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -65,6 +65,9 @@ mutants: $(INSTALLED) $(NODE_MODULES) ## Mutation-test the checks on a scratch c
 
 upgrade-check: $(INSTALLED) $(NODE_MODULES) ## Build a scratch copy against TORCH=<version> in a side venv; report what changed
 	$(PYTHON) tools/upgrade_check.py --torch $(or $(TORCH),$(error give the version: make upgrade-check TORCH=2.14.1))
+
+api-inventory: $(INSTALLED) ## Rewrite inventories/torch.inv: where the API names the pages use live in PyTorch's reference
+	$(PYTHON) -m autograd_docs.api_inventory
 
 clean: ## Remove the built site and the execution cache (keeps .venv, node_modules)
 	rm -rf $(BUILDDIR)

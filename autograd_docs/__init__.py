@@ -28,6 +28,7 @@ def setup(app: Sphinx) -> dict:
     app.setup_extension("autograd_docs.html.svg_math")  # equations drawn to SVG
     app.setup_extension("autograd_docs.html.notebooks")  # .ipynb downloads
     app.setup_extension("autograd_docs.html.sitemap")  # sitemap.xml, robots.txt
+    app.setup_extension("autograd_docs.html.search")  # what search.html ranks pages with
     app.setup_extension("autograd_docs.html.hidden_cells")  # axe: hidden cells named
     app.setup_extension("autograd_docs.html.reproducible")  # stylesheets in place early
     return {"parallel_read_safe": True, "parallel_write_safe": True}

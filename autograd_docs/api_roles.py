@@ -1,13 +1,14 @@
-"""API names written as roles: linked online, checked offline, searchable always.
+"""API names written as roles: linked, checked against the installed torch, searchable.
 
 ``{py:func}`torch.autograd.grad``` and its kin link to PyTorch's reference
-through intersphinx when the build may use the network (``ONLINE=1``, hosted
-builds). Offline, and online for a name the inventory lacks, the name is looked
-up in the installed torch instead: it must import and be what the role says (a
-function for ``func``, a method for ``meth``, a class for ``class``), or the
-build fails naming the page and line (``AuthorError.UNKNOWN_API``); if it is,
-the name shows as code. The page that uses a name most becomes its entry in the
-search index, so a search for ``torch.where`` finds that page first.
+through intersphinx, in every build: it reads the inventory kept in
+``inventories/torch.inv`` (``api_inventory.py``; ``make api-inventory``).
+Every name is also looked up in the installed torch, linked or not: it must
+import and be what the role says (a function for ``func``, a method for
+``meth``, a class for ``class``), or the build fails naming the page and line
+(``AuthorError.UNKNOWN_API``). A name the inventory lacks shows as code. The
+page that uses a name most becomes its entry in the search index, so a search
+for ``torch.where`` finds that page first.
 """
 
 from __future__ import annotations
@@ -113,9 +114,13 @@ def _save_checked(app: Sphinx, exception: Exception | None) -> None:
                         encoding="utf8")
 
 
-def _check_api_role(app: Sphinx, env, node, contnode):
-    """For a ``py`` role no inventory resolved: check the name, show it as code."""
-    if node.get("refdomain") != "py" or node.get("reftype") not in KINDS:
+def _is_api_role(node) -> bool:
+    return node.get("refdomain") == "py" and node.get("reftype") in KINDS
+
+
+def _check_api_role(app: Sphinx, env, node, contnode) -> None:
+    """Before intersphinx links a ``py`` role: the name must be what its role says."""
+    if not _is_api_role(node):
         return None
     role, target = node["reftype"], node["reftarget"]
     key = f"{role} {target}"
@@ -124,7 +129,12 @@ def _check_api_role(app: Sphinx, env, node, contnode):
     why = _checked[key]
     if why:
         report(AuthorError.UNKNOWN_API, node, role=role, target=target, why=why)
-    return contnode
+    return None  # on to intersphinx
+
+
+def _show_as_code(app: Sphinx, env, node, contnode):
+    """A ``py`` role the inventory does not have (checked above): code, no link."""
+    return contnode if _is_api_role(node) else None
 
 
 class ApiDomain(Domain):
@@ -182,8 +192,9 @@ class IndexApiRoles(SphinxTransform):
 def setup(app: Sphinx) -> dict:
     app.add_domain(ApiDomain)
     app.add_transform(IndexApiRoles)
-    # After intersphinx (priority 500): only names its inventories do not have.
-    app.connect("missing-reference", _check_api_role, priority=900)
+    # Around intersphinx (priority 500): every name checked, the unlinked shown as code.
+    app.connect("missing-reference", _check_api_role, priority=400)
+    app.connect("missing-reference", _show_as_code, priority=900)
     app.connect("builder-inited", _load_checked)
     app.connect("build-finished", _save_checked)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 3}

@@ -83,6 +83,7 @@ def make_copy(folder: Path, pages: dict[str, str] | None = None) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints")
     shutil.copytree(ROOT / "snippets", folder / "snippets", ignore=ignore)
     shutil.copytree(ROOT / "docs" / "_static", folder / "docs" / "_static", ignore=ignore)
+    shutil.copytree(ROOT / "inventories", folder / "inventories")  # intersphinx, offline
     # The build draws equations with MathJax from node_modules (autograd_docs/html/svg_math.py).
     (folder / "node_modules").symlink_to(ROOT / "node_modules", target_is_directory=True)
     for name in REAL_PAGES:

@@ -1,0 +1,188 @@
+"""The data search.html ranks pages with (``docs/_static/site-search.js`` ranks).
+
+Sphinx's own index says only which pages hold a word, so its search can rank
+no better than "a page with the word in some heading" and then alphabetically,
+and it drops every page that misses one word of the query. This writes, beside
+it, ``searchdata.js``: for each section of each page, its heading, its index
+entries (``{index}`` directives, glossary terms, and the API names the page
+uses most, as ``api_roles`` decides), how often each word occurs in its prose
+and in its code and outputs, and its opening words for the results list.
+Words are split, lower-cased, stop-listed and stemmed by the same rules as
+Sphinx's index, whose JavaScript stemmer site-search.js reuses (numbers are
+kept: a reader pastes code).
+
+It also carries the synonyms (``search_synonyms.txt``): reader words the pages
+do not use, each with the site's words for it. A script, not JSON fetched, so
+the search works from ``file://`` too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.application import Sphinx
+from sphinx.search.en import SearchEnglish
+
+DATA_FILE = "searchdata.js"
+SYNONYMS = Path(__file__).with_name("search_synonyms.txt")
+# Not content: nothing to find there.
+NOT_SEARCHED = {"genindex", "search", "404"}
+SUMMARY_CHARS = 180
+# Nodes whose text is no reader's word: TeX source, raw HTML, comments.
+SKIPPED = (nodes.math, nodes.math_block, nodes.raw, nodes.comment, nodes.image,
+           nodes.system_message)
+
+
+class Words:
+    """Sphinx's own rules for the search index's words (its ``SearchLanguage``)."""
+
+    def __init__(self, lang) -> None:
+        self.lang = lang
+
+    def __call__(self, text: str) -> list[str]:
+        stems = []
+        for word in self.lang.split(text):
+            # `zero_grad` is found as itself, and by `zero grad` too.
+            for part in [word, *word.split("_")] if "_" in word.strip("_") else [word]:
+                lower = part.lower()
+                # Numbers stay, unlike in Sphinx's index: pasted code has them.
+                if part and (lower.isdigit() or self.lang.word_filter(lower)):
+                    stems.append(self.lang.stem(lower))
+        return stems
+
+
+class _Section:
+    def __init__(self, anchor: str, heading: str) -> None:
+        self.anchor, self.heading = anchor, heading
+        self.prose: list[str] = []
+        self.code: list[str] = []
+        self.entries: list[tuple[str, str, bool]] = []  # (text, anchor, from the glossary)
+
+
+def _walk(node: nodes.Node, section: _Section, sections: list[_Section]) -> None:
+    if isinstance(node, SKIPPED):
+        return
+    if isinstance(node, nodes.section):
+        inner = _Section(node["ids"][0] if node["ids"] else "", node[0].astext())
+        sections.append(inner)
+        for child in node.children[1:]:
+            _walk(child, inner, sections)
+        return
+    if isinstance(node, addnodes.index):
+        in_glossary = any(isinstance(a, addnodes.glossary) for a in _ancestors(node))
+        for _type, value, target, _main, _key in node["entries"]:
+            section.entries.append((value.replace(";", " "), target or "", in_glossary))
+        return
+    if isinstance(node, nodes.literal_block):
+        section.code.append(node.astext())
+        return
+    if isinstance(node, nodes.Text):
+        section.prose.append(node.astext())
+        return
+    for child in node.children:
+        _walk(child, section, sections)
+
+
+def _ancestors(node: nodes.Node):
+    while node.parent is not None:
+        node = node.parent
+        yield node
+
+
+def page_sections(doctree: nodes.document) -> list[_Section]:
+    """The page's sections in order; the first is the page itself (its title)."""
+    sections: list[_Section] = []
+    top = _Section("", "")
+    for child in doctree.children:
+        _walk(child, top, sections)
+    if top.prose or top.code or top.entries:  # text before the first heading
+        if sections:
+            first = sections[0]
+            first.prose[:0], first.code[:0] = top.prose, top.code
+            first.entries[:0] = top.entries
+        else:
+            sections.append(top)
+    return sections
+
+
+def _summary(prose: list[str]) -> str:
+    text = re.sub(r"\s+", " ", " ".join(prose)).strip()
+    return text if len(text) <= SUMMARY_CHARS else text[:SUMMARY_CHARS].rsplit(" ", 1)[0] + " …"
+
+
+def _counts(stems: list[str], vocabulary: dict[str, int]) -> str:
+    """``id:count`` pairs (``id`` alone for once): compact, the file is read whole."""
+    counts = Counter(vocabulary.setdefault(stem, len(vocabulary)) for stem in stems)
+    return ",".join(str(i) if n == 1 else f"{i}:{n}" for i, n in sorted(counts.items()))
+
+
+def _ids(stems: list[str], vocabulary: dict[str, int]) -> list[int]:
+    return [vocabulary.setdefault(stem, len(vocabulary)) for stem in stems]
+
+
+def api_entries(app: Sphinx) -> dict[str, list[str]]:
+    """docname -> the API names whose search entry is that page (api_roles)."""
+    pages: dict[str, list[str]] = {}
+    for name, _dispname, _type, docname, _anchor, _prio in app.env.get_domain("api").get_objects():
+        pages.setdefault(docname, []).append(name)
+    return pages
+
+
+def read_synonyms(path: Path = SYNONYMS) -> list[list[str]]:
+    """Groups of phrases: a reader's phrase first, then what the pages say."""
+    groups = []
+    for line in path.read_text(encoding="utf8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            groups.append([phrase.strip() for phrase in line.split("|") if phrase.strip()])
+    return groups
+
+
+def search_data(app: Sphinx) -> dict:
+    # English, as the language_data.js Sphinx gives search.html (no `language` set).
+    words = Words(SearchEnglish(app.config.html_search_options))
+    vocabulary: dict[str, int] = {}
+    apis = api_entries(app)
+    pages = []
+    for docname in sorted(app.env.found_docs - NOT_SEARCHED):
+        sections = page_sections(app.env.get_doctree(docname))
+        if not sections:
+            continue
+        for name in apis.get(docname, []):
+            sections[0].entries.append((name, "", False))
+        title = app.env.titles[docname].astext()
+        pages.append({
+            "doc": docname,
+            "title": title,
+            "t": _ids(words(title), vocabulary),
+            "s": [{
+                "a": section.anchor if number else "",
+                "h": section.heading if number else "",
+                "ht": _ids(words(section.heading), vocabulary) if number else [],
+                "ix": [[_ids(words(text), vocabulary), anchor, int(glossary)]
+                       for text, anchor, glossary in section.entries],
+                "p": _counts(words(" ".join(section.prose)), vocabulary),
+                "c": _counts(words(" ".join(section.code)), vocabulary),
+                "x": _summary(section.prose),
+            } for number, section in enumerate(sections)],
+        })
+    return {"vocabulary": sorted(vocabulary, key=vocabulary.__getitem__),
+            "synonyms": read_synonyms(), "pages": pages}
+
+
+def _write_search_data(app: Sphinx, exception: Exception | None) -> None:
+    if exception is not None or app.builder.format != "html" or app.builder.name != "html":
+        return
+    data = json.dumps(search_data(app), ensure_ascii=False, separators=(",", ":"))
+    (Path(app.outdir) / DATA_FILE).write_text(
+        f"SiteSearch.setData({data});\n", encoding="utf8")
+
+
+def setup(app: Sphinx) -> dict:
+    app.connect("build-finished", _write_search_data)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

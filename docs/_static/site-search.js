@@ -1,0 +1,250 @@
+// Ranks the pages for search.html?q=... with the data in searchdata.js
+// (autograd_docs/html/search.py), in place of Sphinx's ranking, which scores
+// nearly every hit the same and then sorts by title. A page scores by BM25F:
+// each query word counts by how rare it is across pages, more in the page's
+// title, its index entries and headings than in its prose, and less in code;
+// a page matching more of the query's words scores more, but a word no page
+// has is left out rather than emptying the results. A heading, title or index
+// entry holding the query's words in a row (a pasted error message) counts
+// extra. Each page is listed once, linked to its best-matching section.
+// Sphinx's search.html still parses the URL and draws the box; this replaces
+// only Search.query. Loaded by a script tag: the search works from file://.
+"use strict";
+var SiteSearch = (function () {
+  // The weights, in one place (tests/browser/test_search_ranking.py measures them).
+  var tuning = {
+    fields: { title: 8, index: 6, glossary: 2, heading: 3, prose: 1, code: 0.4 },
+    k1: 1.2,                       // BM25's saturation
+    // Length normalisation: a long page, or one with many headings (the
+    // questions page), counts each occurrence less. A title is one line: none.
+    b: { index: 0.5, glossary: 0.5, heading: 0.5, prose: 0.75, code: 0.75 },
+    synonym: 0.8,                  // a synonym counts a little less than the word typed
+    phrase: 0.5,                   // a heading holding the query's words in a row
+  };
+  var FIELDS = tuning.fields, B = tuning.b;
+  var data = null, stemmer = null;
+
+  function words(text) {
+    // Sphinx's splitQuery, stop words and stemmer: the pages' rules (search.py).
+    var out = [];
+    splitQuery(text.toLowerCase()).forEach(function (word) {
+      var parts = word.replace(/^_+|_+$/g, "").indexOf("_") >= 0 ? [word].concat(word.split("_")) : [word];
+      parts.forEach(function (part) {
+        if (part && !stopwords.has(part)) out.push(stemmer.stemWord(part));
+      });
+    });
+    return out;
+  }
+  function rawWords(text) {
+    return text.toLowerCase().split(/[^\p{Letter}\p{Number}_]+/u).filter(Boolean);
+  }
+  function counts(text) {
+    var map = new Map();
+    if (text) text.split(",").forEach(function (pair) {
+      var parts = pair.split(":");
+      map.set(+parts[0], parts.length > 1 ? +parts[1] : 1);
+    });
+    return map;
+  }
+
+  function prepare(raw) {
+    var ids = new Map(raw.vocabulary.map(function (stem, id) { return [stem, id]; }));
+    var pages = raw.pages.map(function (page) {
+      var fields = { title: new Map(), index: new Map(), glossary: new Map(), heading: new Map(),
+                     prose: new Map(), code: new Map() };
+      var sections = page.s.map(function (s) {
+        var section = { anchor: s.a, heading: s.h, summary: s.x, headingIds: s.ht,
+                        entries: s.ix, prose: counts(s.p), code: counts(s.c) };
+        add(fields.heading, s.ht);
+        s.ix.forEach(function (entry) { add(entry[2] ? fields.glossary : fields.index, entry[0]); });
+        section.prose.forEach(function (n, id) { fields.prose.set(id, (fields.prose.get(id) || 0) + n); });
+        section.code.forEach(function (n, id) { fields.code.set(id, (fields.code.get(id) || 0) + n); });
+        return section;
+      });
+      add(fields.title, page.t);
+      return { doc: page.doc, title: page.title, titleIds: page.t, sections: sections, fields: fields,
+               length: lengths(fields) };
+    });
+    var average = {};
+    Object.keys(B).forEach(function (f) { average[f] = mean(pages, f); });
+    var frequency = new Map();
+    pages.forEach(function (page) {
+      var seen = new Set();
+      Object.keys(page.fields).forEach(function (f) { page.fields[f].forEach(function (_, id) { seen.add(id); }); });
+      seen.forEach(function (id) { frequency.set(id, (frequency.get(id) || 0) + 1); });
+    });
+    return { ids: ids, pages: pages, average: average, frequency: frequency, synonyms: raw.synonyms };
+  }
+  function add(map, ids) { ids.forEach(function (id) { map.set(id, (map.get(id) || 0) + 1); }); }
+  function lengths(fields) {
+    var out = {};
+    Object.keys(B).forEach(function (f) { out[f] = total(fields[f]); });
+    return out;
+  }
+  function total(map) { var n = 0; map.forEach(function (v) { n += v; }); return n; }
+  function mean(pages, field) {
+    return pages.reduce(function (sum, p) { return sum + p.length[field]; }, 0) / Math.max(pages.length, 1);
+  }
+
+  // The query as slots: a word, or a synonym's phrase, each with the stem
+  // lists that satisfy it (the words typed first, at full weight).
+  function parse(query) {
+    var raw = rawWords(query), slots = [], i = 0;
+    while (i < raw.length) {
+      var matched = null;
+      data.synonyms.forEach(function (group) {
+        var phrase = rawWords(group[0]);
+        if (!matched || phrase.length > matched.length) {
+          if (phrase.every(function (w, k) { return raw[i + k] === w; })) matched = { length: phrase.length, group: group };
+        }
+      });
+      if (matched) {
+        slots.push(matched.group.map(function (phrase, k) {
+          return { stems: words(phrase), weight: k ? tuning.synonym : 1 };
+        }));
+        i += matched.length;
+      } else {
+        var stems = words(raw[i]);
+        if (stems.length) slots.push([{ stems: stems, weight: 1 }]);
+        i += 1;
+      }
+    }
+    return slots.map(function (alternatives) {
+      return alternatives.map(function (alt) {
+        return { weight: alt.weight, ids: alt.stems.map(function (s) { return data.ids.has(s) ? data.ids.get(s) : -1; }) };
+      }).filter(function (alt) { return alt.ids.length && alt.ids.every(function (id) { return id >= 0; }); });
+    });
+  }
+
+  function idf(id) {
+    var n = data.pages.length, df = data.frequency.get(id) || 0;
+    return Math.log(1 + (n - df + 0.5) / (df + 0.5));
+  }
+  function termScore(fields, lengths, id) {
+    var tf = 0;
+    Object.keys(FIELDS).forEach(function (f) {
+      var n = fields[f].get(id) || 0;
+      if (!n) return;
+      var norm = f in B ? 1 - B[f] + B[f] * lengths[f] / Math.max(data.average[f], 1) : 1;
+      tf += FIELDS[f] * n / norm;
+    });
+    return tf ? idf(id) * tf * (tuning.k1 + 1) / (tuning.k1 + tf) : 0;
+  }
+  function slotScore(slot, fields, lengths) {
+    var best = 0;
+    slot.forEach(function (alt) {
+      var score = 0;
+      alt.ids.forEach(function (id) { score += termScore(fields, lengths, id); });
+      // A phrase counts when all its words are there.
+      if (alt.ids.some(function (id) { return !termScore(fields, lengths, id); })) score = 0;
+      best = Math.max(best, alt.weight * score);
+    });
+    return best;
+  }
+  // How many of the query's words, in a row, a title, heading or entry holds.
+  function run(sequence, slots) {
+    var flat = slots.map(function (slot) { return slot.length ? slot[0].ids : []; });
+    var best = 0;
+    for (var start = 0; start < flat.length; start++) {
+      var length = 0, at = -1;
+      for (var k = start; k < flat.length && flat[k].length; k++) {
+        var next = sequence.indexOf(flat[k][0], at + 1);
+        if (next < 0 || (at >= 0 && next !== at + 1)) break;
+        at = next + flat[k].length - 1;
+        length += 1;
+      }
+      best = Math.max(best, length);
+    }
+    return best;
+  }
+  function phraseBonus(sequences, slots, weight) {
+    var known = slots.filter(function (s) { return s.length; }).length;
+    if (known < 2) return 0;
+    var best = 0;
+    sequences.forEach(function (seq) { best = Math.max(best, run(seq, slots)); });
+    return best >= 2 ? weight * best / known : 0;
+  }
+
+  function score(page, slots) {
+    var known = 0, matched = 0, sum = 0;
+    slots.forEach(function (slot) {
+      if (!slot.length) return;     // a word no page has: left out
+      known += 1;
+      var s = slotScore(slot, page.fields, page.length);
+      if (s > 0) { matched += 1; sum += s; }
+    });
+    if (!matched) return null;
+    var sequences = [page.titleIds];
+    page.sections.forEach(function (s) {
+      sequences.push(s.headingIds);
+      s.entries.forEach(function (e) { sequences.push(e[0]); });
+    });
+    var coverage = matched / known;
+    return sum * coverage * coverage * (1 + tuning.phrase * phraseBonus(sequences, slots, 1));
+  }
+  function bestSection(page, slots) {
+    var best = null, bestScore = 0;
+    page.sections.forEach(function (section) {
+      var fields = { title: new Map(), index: new Map(), glossary: new Map(), heading: new Map(),
+                     prose: section.prose, code: section.code };
+      add(fields.heading, section.headingIds);
+      section.entries.forEach(function (e) { add(e[2] ? fields.glossary : fields.index, e[0]); });
+      var s = 0, sizes = lengths(fields);
+      slots.forEach(function (slot) { if (slot.length) s += slotScore(slot, fields, sizes); });
+      var sequences = [section.headingIds].concat(section.entries.map(function (e) { return e[0]; }));
+      s *= 1 + tuning.phrase * phraseBonus(sequences, slots, 1);
+      if (s > bestScore) { best = section; bestScore = s; }
+    });
+    return best;
+  }
+
+  function rank(query) {
+    var slots = parse(query);
+    var results = [];
+    data.pages.forEach(function (page) {
+      var s = score(page, slots);
+      if (s !== null) results.push({ page: page, score: s });
+    });
+    results.sort(function (a, b) { return b.score - a.score || (a.page.doc < b.page.doc ? -1 : 1); });
+    return results.map(function (r) {
+      var section = bestSection(r.page, slots) || r.page.sections[0];
+      return { doc: r.page.doc, title: r.page.title, score: r.score,
+               anchor: section.anchor ? "#" + section.anchor : "",
+               heading: section.heading, summary: section.summary };
+    });
+  }
+
+  function show(query) {
+    var results = rank(query);
+    Search.stopPulse();
+    var progress = document.getElementById("search-progress");
+    if (progress) progress.textContent = "";
+    Search.title.innerText = _("Search Results");
+    results.forEach(function (r) {
+      var item = Search.output.appendChild(document.createElement("li"));
+      var link = item.appendChild(document.createElement("a"));
+      link.href = r.doc + DOCUMENTATION_OPTIONS.LINK_SUFFIX + r.anchor;
+      link.dataset.score = r.score.toFixed(3);
+      link.textContent = r.heading ? r.title + " › " + r.heading : r.title;
+      if (r.summary) {
+        var context = item.appendChild(document.createElement("p"));
+        context.className = "context";
+        context.textContent = r.summary;
+      }
+    });
+    Search.status.innerText = results.length
+      ? "Search finished, found " + results.length + (results.length === 1 ? " page" : " pages") + " matching the search query."
+      : "Your search did not match any documents. Please make sure that all words are spelled correctly.";
+    // Sphinx's highlighter marks the words on the page a result opens.
+    if (typeof SPHINX_HIGHLIGHT_ENABLED !== "undefined" && SPHINX_HIGHLIGHT_ENABLED)
+      localStorage.setItem("sphinx_highlight_terms", rawWords(query).join(" "));
+  }
+
+  return {
+    setData: function (raw) { stemmer = new Stemmer(); data = prepare(raw); },
+    rank: function (query) { return rank(query); },
+    tuning: tuning,
+    install: function () { Search.query = show; },
+  };
+})();
+SiteSearch.install();

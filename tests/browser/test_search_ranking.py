@@ -1,0 +1,60 @@
+"""Search finds the page that answers a reader's query first.
+
+``search_queries.json`` holds 72 queries readers type or paste (issue 23's
+survey: error messages, forum wording, words the pages never use), each with
+the pages that answer it. Ranking happens in the browser (docs/_static/
+site-search.js over the build's searchdata.js), so the queries go through
+search.html as a reader's would: the first typed into the search box.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from urllib.parse import quote_plus
+
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = [pytest.mark.browser, pytest.mark.build]
+
+QUERIES = json.loads((Path(__file__).with_name("search_queries.json")).read_text("utf8"))
+# Of the queries, with an answering page first (61 of 72 today; issue 23 aims at
+# 0.9); every one has an answering page in the top 3.
+FIRST_AT_LEAST = 0.84
+
+
+def results(page, base_url) -> list[str]:
+    """The result pages, in rank order, as paths without .html."""
+    expect(page.locator(".search-summary")).to_have_text(
+        re.compile("Search finished|did not match"), timeout=15_000)
+    hrefs = page.eval_on_selector_all("#search-results li a", "as => as.map(a => a.href)")
+    return [href.removeprefix(base_url).split("#")[0].removesuffix(".html") for href in hrefs]
+
+
+def test_a_query_typed_into_the_search_box_lists_its_page_first(page, traffic, base_url):
+    page.goto("index.html")
+    box = page.locator("input[name=q]").locator("visible=true").first
+    box.fill("zero_grad")
+    box.press("Enter")
+    expect(page).to_have_url(re.compile(r"search\.html\?q=zero_grad"))
+    assert results(page, base_url)[0] == "how-to/accumulate-zero-and-reuse-gradients"
+    assert not traffic.console_errors and not traffic.foreign_requests
+
+
+def test_readers_queries_find_the_answering_page_first(page, traffic, base_url):
+    ranks = {}
+    for query in QUERIES:
+        page.goto(f"search.html?q={quote_plus(query['q'])}")
+        found = results(page, base_url)
+        ranks[query["q"]] = next(
+            (rank for rank, path in enumerate(found, 1) if path in query["pages"]), None)
+    first = sum(rank == 1 for rank in ranks.values())
+    top3 = sum(rank is not None and rank <= 3 for rank in ranks.values())
+    table = "\n".join(f"  {rank!s:>4}  {q}" for q, rank in ranks.items() if rank != 1)
+    print(f"\nfirst {first}/{len(QUERIES)}, top 3 {top3}/{len(QUERIES)}; not first:\n{table}")
+    assert top3 == len(QUERIES), f"an answering page is not in the top 3:\n{table}"
+    assert first >= FIRST_AT_LEAST * len(QUERIES), (
+        f"an answering page first for {first} of {len(QUERIES)} queries:\n{table}")
+    assert not traffic.console_errors and not traffic.foreign_requests
