@@ -20,7 +20,7 @@ INSTALLED       := $(VENV)/.installed
 NODE_MODULES    := node_modules/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help html test lint doctest pytest livehtml linkcheck audit bench clean mutants upgrade-check api-inventory
+.PHONY: help html test lint doctest pytest livehtml linkcheck audit bench clean mutants upgrade-check api-inventory claims
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -58,6 +58,9 @@ audit: html ## Lighthouse scores for the landing page and the heaviest page (not
 
 bench: $(INSTALLED) $(NODE_MODULES) ## Time the build against its floor, on a scratch copy (see README)
 	$(PYTHON) bench/bench.py $(BENCHOPTS)
+
+claims: html ## List each page's checked sentences and the claims no check quotes; coverage last (see README)
+	$(PYTHON) tools/claims.py --doctrees $(BUILDDIR)/doctrees $(if $(PAGE),--page $(PAGE)) $(if $(UNCHECKED),--unchecked)
 
 mutants: $(INSTALLED) $(NODE_MODULES) ## Mutation-test the checks on a scratch copy: SEED=, MUTANTS= per page, PAGE= (see README)
 	$(PYTHON) tools/mutants.py --seed $(or $(SEED),0) --per-page $(or $(MUTANTS),3) \
