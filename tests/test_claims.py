@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,7 @@ from site_copy import PYTHON, ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
 import claims as claims_tool  # noqa: E402
+import mutants  # noqa: E402
 
 PAGE = """\
 ---
@@ -109,3 +111,57 @@ def test_the_record_is_defined_once():
     import oracle
 
     assert oracle.CLAIM_MIMETYPE is claim_record.MIMETYPE
+
+
+# -- The real site: a checked sentence cannot change unnoticed ------------------------
+
+REAL_CLAIMS = ROOT / "_build" / "doctrees"
+
+
+@pytest.fixture(scope="module")
+def real_claims() -> dict[str, list[dict]]:
+    """What the checks of the site `make html` built last proved (make test builds first)."""
+    if not (REAL_CLAIMS / "claims.json").is_file():
+        pytest.fail("no _build/doctrees/claims.json: run `make html` first", pytrace=False)
+    return read_claims_file(REAL_CLAIMS)
+
+
+def _prose(page: Path) -> str:
+    """The page's text with its code and other fenced blocks blanked out."""
+    text = page.read_text(encoding="utf8")
+    for start, end in reversed(mutants.fenced_blocks(text)):
+        text = text[:start] + " " * (end - start) + text[end:]
+    return text
+
+
+def test_every_quote_stands_once_in_its_page_so_any_edit_inside_it_fails_the_build(
+        real_claims):
+    """The build fails when a quote is gone from the prose; a quote that stood twice
+    would let one copy be edited unnoticed."""
+    twice = []
+    for docname, claims in real_claims.items():
+        prose = _prose(ROOT / "docs" / f"{docname}.md")
+        twice += [f"docs/{docname}.md: {c['quote']!r}" for c in claims
+                  if len(mutants.quote_spans(prose, c["quote"])) > 1]
+    assert not twice, "quotes that stand twice: quote more of the sentence\n" + "\n".join(twice)
+
+
+def test_every_digit_of_a_checked_sentence_is_inside_a_quote(real_claims):
+    """make claims calls a sentence checked when a quote covers part of it: its
+    numbers must all be inside the quote, or an edited number would pass."""
+    loose = []
+    for docname, claims in real_claims.items():
+        page = ROOT / "docs" / f"{docname}.md"
+        prose = _prose(page)
+        quoted = [span for c in claims for span in mutants.quote_spans(prose, c["quote"])]
+        quotes = [" ".join(c["quote"].split()) for c in claims]
+        for sentence in claims_tool.sentences(page):
+            if not claims_tool.checked(sentence, quotes):
+                continue
+            for start, end in mutants.quote_spans(prose, sentence.text):
+                text = claims_tool.without_markup(prose[start:end])
+                for digit in mutants.NUMBER.finditer(text):
+                    if not any(a <= start + digit.start() < b for a, b in quoted):
+                        loose.append(f"{page.relative_to(ROOT)}:{sentence.line}: "
+                                     f"{digit.group()!r} in {sentence.text[:80]!r}")
+    assert not loose, "numbers in checked sentences that no quote binds:\n" + "\n".join(loose)

@@ -63,14 +63,16 @@ class Sentence:
 
     @property
     def is_claim(self) -> bool:
-        text = _without_markup(self.text)
+        text = without_markup(self.text)
         return bool(CLAIM_WORDS.search(text) or VALUE.search(text))
 
 
-def _without_markup(text: str) -> str:
-    """The sentence without link targets and role targets: their digits are no value."""
-    text = re.sub(r"\]\([^)]*\)", "]", text)
-    return re.sub(r"\{(?:ref|doc|term|numref)\}`[^`]*`", "", text)
+def without_markup(text: str) -> str:
+    """The text with link and role targets blanked (their digits are no value),
+    every other character where it was."""
+    blank = lambda match: " " * len(match.group())  # noqa: E731
+    text = re.sub(r"(?<=\])\([^)]*\)", blank, text)
+    return re.sub(r"\{(?:ref|doc|term|numref)\}`[^`]*`", blank, text)
 
 
 def _parser():

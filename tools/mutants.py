@@ -21,6 +21,14 @@ Each mutant is
   no visible change  outputs, figures and errors all identical.
 Score: caught / (caught + survived). Seeded: the same seed draws the same
 mutants, and a page draws the same ones whether or not PAGE= picks it.
+
+Then the prose: each prose mutant is one edit inside a checked sentence (one a
+hidden check quotes; the build's claims.json says which), in its words or its
+TeX: a number, a sign, a comparison word (at most / at least, always / never,
+more / less, <= / <). The check's quote binds the sentence, so every one must be
+caught; one that survives is a sentence the page says twice, or a quote that
+binds less than its sentence. Prose mutants run in rounds of their own (their
+pages come from the cache: nothing re-executes) and are scored on their own.
 """
 
 from __future__ import annotations
@@ -38,6 +46,8 @@ from pathlib import Path
 
 from IPython.core.inputtransformer2 import TransformerManager
 from myst_nb.core.read import read_myst_markdown_notebook
+
+from autograd_docs.execution.claims import read_claims_file
 
 from site_outputs import (
     MEASURED,
@@ -85,6 +95,22 @@ NOT_A_MISTAKE_KEYWORDS = {"figsize", "dpi", "fontsize", "linewidth", "lw", "alph
                           "markersize", "ms", "pad", "labelpad", "zorder", "rotation",
                           "precision", "linewidths", "ncols", "nrows", "ncol",
                           "logx", "logy"}
+
+
+# Inside a checked sentence: what a wrong number, sign or comparison looks like.
+PROSE_SWAPS = [
+    ("comparison", r"\bat most\b", "at least"), ("comparison", r"\bat least\b", "at most"),
+    ("comparison", r"\balways\b", "never"), ("comparison", r"\bnever\b", "always"),
+    ("comparison", r"\bmore\b", "less"), ("comparison", r"\bless\b", "more"),
+    ("comparison", r"\bfewer\b", "more"), ("comparison", r"\blarger\b", "smaller"),
+    ("comparison", r"\bsmaller\b", "larger"), ("comparison", r"\\le\b", "\\lt"),
+    ("comparison", r"\\ge\b", "\\gt"), ("comparison", r"<=", "<"),
+    ("comparison", r">=", ">"), ("comparison", r"(?<![<>=-])<(?![=<])", "<="),
+    ("comparison", r"(?<![<>=-])>(?![=>])", ">="),
+    ("sign", r"(?<=[\s($])-(?=[\d\w\\])", ""), ("sign", r"\s\+\s", " - "),
+    ("sign", r"(?<=\s)-(?=\s)", "+"), ("sign", r"−", ""),
+]
+NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")  # not the 64 of float64
 
 
 @dataclass
@@ -310,6 +336,67 @@ def draw_mutants(page: str, text: str, seed: int, count: int) -> tuple[list[Muta
     return mutants, skipped
 
 
+def fenced_blocks(text: str) -> list[tuple[int, int]]:
+    """Where the page's backtick fences (code cells, doctests, math) start and end."""
+    blocks, opened = [], None
+    for line in re.finditer(r"^(`{3,}|~{3,}).*$", text, re.MULTILINE):
+        if opened is None:
+            opened = line
+        elif line.group().strip() == opened.group(1):
+            blocks.append((opened.start(), line.end()))
+            opened = None
+    return blocks
+
+
+def quote_spans(text: str, quote: str) -> list[tuple[int, int]]:
+    """Where a check's quote stands in the page's prose (any whitespace between its
+    words), never in a code cell: the check's own ``quote=`` is code."""
+    pattern = r"\s+".join(re.escape(word) for word in quote.split())
+    code = fenced_blocks(text)
+    return [(m.start(), m.end()) for m in re.finditer(pattern, text)
+            if not any(a <= m.start() < b for a, b in code)]
+
+
+def prose_edits(text: str, claims: list[dict]) -> list[Edit]:
+    """Every number, sign or comparison edit inside a sentence a check quotes."""
+    edits, seen = [], set()
+    for claim in claims:
+        for start, end in quote_spans(text, claim["quote"]):
+            span = text[start:end]
+            for match in NUMBER.finditer(span):
+                value = match.group()
+                new = str(int(value) + 1) if value.isdigit() else f"{float(value) * 2:g}"
+                edits.append(Edit("number", start + match.start(), start + match.end(), new))
+            for kind, pattern, new in PROSE_SWAPS:
+                edits += [Edit(kind, start + m.start(), start + m.end(), new)
+                          for m in re.finditer(pattern, span)]
+    return [e for e in edits if (e.start, e.end) not in seen and not seen.add((e.start, e.end))]
+
+
+def draw_prose_mutants(page: str, text: str, claims: list[dict], seed: int,
+                       count: int) -> list[Mutant]:
+    """Up to ``count`` prose mutants of a page, a kind drawn first, then an edit."""
+    rng = random.Random(f"{seed}:prose:{page}")
+    by_kind: dict[str, list[Edit]] = {}
+    for edit in prose_edits(text, claims):
+        by_kind.setdefault(edit.kind, []).append(edit)
+    mutants = []
+    while len(mutants) < count and by_kind:
+        kind = rng.choice(sorted(by_kind))
+        edit = by_kind[kind].pop(rng.randrange(len(by_kind[kind])))
+        if not by_kind[kind]:
+            del by_kind[kind]
+        mutated = apply(text, edit)
+        line_start = mutated.rfind("\n", 0, edit.start) + 1
+        line_end = mutated.find("\n", edit.start)
+        mutants.append(Mutant(page, text.count("\n", 0, edit.start) + 1,
+                              Edit(f"prose {edit.kind}", edit.start, edit.end,
+                                   edit.replacement),
+                              text[edit.start:edit.end],
+                              mutated[line_start:line_end if line_end >= 0 else None]))
+    return mutants
+
+
 def one_line(cell, width: int = 60) -> str:
     text = " ".join(as_text(cell.outputs).split()) if cell else "(no cell)"
     return repr(text if len(text) <= width else text[:width - 3] + "...")
@@ -396,14 +483,56 @@ def run(args, repo: Path, started: float) -> int:
             print(f"  warning put down to no mutant: {line}")
         mutants += batch.values()
 
-    return report(mutants, args, time.perf_counter() - started)
+    prose = run_prose(args, repo, pages, original)
+    return report(mutants, prose, args, time.perf_counter() - started)
 
 
-def report(mutants: list[Mutant], args, seconds: float) -> int:
+def run_prose(args, repo: Path, pages: list[str], original: dict[str, str]) -> list[Mutant]:
+    """Rounds of prose mutants: a change inside a checked sentence must fail its page."""
+    recorded = read_claims_file(repo / "_build" / "doctrees")
+    drawn = {page: draw_prose_mutants(
+        page, original[page], recorded.get(str(Path(page).relative_to("docs").with_suffix("")),
+                                           []), args.seed, args.per_page) for page in pages}
+    mutants = []
+    for round_ in range(args.per_page):
+        batch = {page: drawn[page][round_] for page in pages if len(drawn[page]) > round_}
+        if not batch:
+            break
+        for page in pages:
+            text = (original[page] if page not in batch
+                    else apply(original[page], batch[page].edit))
+            if text != (repo / page).read_text(encoding="utf8"):
+                write(repo / page, text)
+        result = build(repo)
+        failures = result.warnings_by_page()
+        for page, mutant in batch.items():
+            caught = page in failures
+            mutant.outcome = "caught" if caught else "survived"
+            mutant.why = str(failures[page][0]) if caught else "the build passed"
+        print(f"prose round {round_ + 1}: {len(batch)} mutants, {result.seconds:.1f} s: "
+              f"{sum(m.outcome == 'caught' for m in batch.values())} caught", flush=True)
+        mutants += batch.values()
+    for page in pages:
+        write(repo / page, original[page])
+    return mutants
+
+
+def report(mutants: list[Mutant], prose: list[Mutant], args, seconds: float) -> int:
+    for label, chosen_mutants in (("code", mutants), ("prose", prose)):
+        list_outcomes(label, chosen_mutants, args)
+    for label, chosen_mutants in (("code", mutants), ("prose", prose)):
+        print(score_line(label, chosen_mutants, args))
+    print(f"{seconds:.0f} s in all ({machine_note()})")
+    return 0
+
+
+def list_outcomes(label: str, mutants: list[Mutant], args) -> None:
     ordered = sorted(mutants, key=lambda m: (m.page, m.line))
     for outcome in ("caught", "no visible change", "survived"):
         chosen = [m for m in ordered if m.outcome == outcome]
-        print(f"\n{outcome} ({len(chosen)}):")
+        if label == "prose" and outcome == "no visible change":
+            continue  # a change to prose is always visible
+        print(f"\n{label}, {outcome} ({len(chosen)}):")
         if outcome == "caught" and not args.verbose:
             print("  (--verbose lists them, with the warning that caught each)")
             continue
@@ -411,15 +540,16 @@ def report(mutants: list[Mutant], args, seconds: float) -> int:
             print(f"  {mutant}")
             if mutant.why:
                 print(f"      {mutant.why[:160]}")
+
+
+def score_line(label: str, mutants: list[Mutant], args) -> str:
     caught = sum(m.outcome == "caught" for m in mutants)
     survived = sum(m.outcome == "survived" for m in mutants)
     score = f"{caught / (caught + survived):.2f}" if caught + survived else "n/a"
-    print(f"\nscore (seed {args.seed}, {args.per_page} per page"
-          f"{', ' + args.page if args.page else ''}): caught / (caught + survived) = "
-          f"{caught} / {caught + survived} = {score}; "
-          f"{len(mutants) - caught - survived} with no visible change")
-    print(f"{seconds:.0f} s in all ({machine_note()})")
-    return 0
+    return (f"{label} score (seed {args.seed}, {args.per_page} per page"
+            f"{', ' + args.page if args.page else ''}): caught / (caught + survived) = "
+            f"{caught} / {caught + survived} = {score}; "
+            f"{len(mutants) - caught - survived} with no visible change")
 
 
 if __name__ == "__main__":
