@@ -447,6 +447,9 @@ def run(args, repo: Path, started: float) -> int:
         print(baseline.log[-4000:])
         sys.exit("the unchanged site must build cleanly first: fix that, then run this")
     before = executed_cells(repo)
+    # What the unchanged site's checks quote: a code mutant that fails a page
+    # stops its later checks, and the claims file would lose their quotes.
+    recorded = read_claims_file(repo / "_build" / "doctrees")
 
     mutants = []
     for round_ in range(args.per_page):
@@ -483,13 +486,13 @@ def run(args, repo: Path, started: float) -> int:
             print(f"  warning put down to no mutant: {line}")
         mutants += batch.values()
 
-    prose = run_prose(args, repo, pages, original)
+    prose = run_prose(args, repo, pages, original, recorded)
     return report(mutants, prose, args, time.perf_counter() - started)
 
 
-def run_prose(args, repo: Path, pages: list[str], original: dict[str, str]) -> list[Mutant]:
+def run_prose(args, repo: Path, pages: list[str], original: dict[str, str],
+              recorded: dict[str, list[dict]]) -> list[Mutant]:
     """Rounds of prose mutants: a change inside a checked sentence must fail its page."""
-    recorded = read_claims_file(repo / "_build" / "doctrees")
     drawn = {page: draw_prose_mutants(
         page, original[page], recorded.get(str(Path(page).relative_to("docs").with_suffix("")),
                                            []), args.seed, args.per_page) for page in pages}
