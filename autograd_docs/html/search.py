@@ -27,6 +27,7 @@ from docutils import nodes
 from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.search.en import SearchEnglish
+from sphinx.util import docname_join
 
 DATA_FILE = "searchdata.js"
 SYNONYMS = Path(__file__).with_name("search_synonyms.txt")
@@ -36,6 +37,9 @@ SUMMARY_CHARS = 180
 # Nodes whose text is no reader's word: TeX source, raw HTML, comments.
 SKIPPED = (nodes.math, nodes.math_block, nodes.raw, nodes.comment, nodes.image,
            nodes.system_message)
+# A heading on this many pages ("Next steps", "Summary") is the site's frame:
+# its links say nothing about the pages they point to.
+FRAME_HEADING_PAGES = 3
 
 
 class Words:
@@ -143,13 +147,55 @@ def read_synonyms(path: Path = SYNONYMS) -> list[list[str]]:
     return groups
 
 
+def _link_target(app: Sphinx, docname: str, xref: addnodes.pending_xref) -> str | None:
+    """The page a `{ref}` or `{doc}` points to (terms and API names are lookups)."""
+    target = xref.get("reftarget", "")
+    if xref.get("reftype") == "ref":
+        label = app.env.get_domain("std").labels.get(target)
+        return label[0] if label else None
+    if xref.get("reftype") == "doc":
+        return docname_join(docname, target)  # relative, or absolute with a "/"
+    return None
+
+
+def anchor_texts(app: Sphinx, docnames: list[str]) -> dict[str, list[str]]:
+    """docname -> the headings of other pages' sections that link to it.
+
+    As web search reads link texts: the questions page asks, in readers'
+    words, under each heading, and links the page that answers. The page's
+    own title is no such heading, nor are headings every page has, nor those
+    of sections with code.
+    """
+    links: dict[str, set[tuple[str, str]]] = {}
+    pages_with: Counter = Counter()
+    for docname in docnames:
+        doctree = app.env.get_doctree(docname)
+        headings = {section[0].astext() for section in doctree.findall(nodes.section)}
+        pages_with.update(headings)
+        for xref in doctree.findall(addnodes.pending_xref):
+            target = _link_target(app, docname, xref)
+            section = next((a for a in _ancestors(xref) if isinstance(a, nodes.section)), None)
+            if target in (None, docname) or section is None or section.parent is doctree:
+                continue
+            # A section with code shows its own answer (an error message's page
+            # reproduces it, then points on): its heading is about itself.
+            if next(section.findall(nodes.literal_block), None) is not None:
+                continue
+            links.setdefault(target, set()).add((docname, section[0].astext()))
+    return {target: sorted(heading for _source, heading in pairs
+                           if pages_with[heading] < FRAME_HEADING_PAGES)
+            for target, pairs in links.items()}
+
+
 def search_data(app: Sphinx) -> dict:
     # English, as the language_data.js Sphinx gives search.html (no `language` set).
     words = Words(SearchEnglish(app.config.html_search_options))
     vocabulary: dict[str, int] = {}
     apis = api_entries(app)
     pages = []
-    for docname in sorted(app.env.found_docs - NOT_SEARCHED):
+    docnames = sorted(app.env.found_docs - NOT_SEARCHED)
+    anchors = anchor_texts(app, docnames)
+    for docname in docnames:
         sections = page_sections(app.env.get_doctree(docname))
         if not sections:
             continue
@@ -160,6 +206,7 @@ def search_data(app: Sphinx) -> dict:
             "doc": docname,
             "title": title,
             "t": _ids(words(title), vocabulary),
+            "an": [_ids(words(text), vocabulary) for text in anchors.get(docname, [])],
             "s": [{
                 "a": section.anchor if number else "",
                 "h": section.heading if number else "",

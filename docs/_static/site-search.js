@@ -13,11 +13,11 @@
 var SiteSearch = (function () {
   // The weights, in one place (tests/browser/test_search_ranking.py measures them).
   var tuning = {
-    fields: { title: 8, index: 6, glossary: 2, heading: 3, prose: 1, code: 0.4 },
+    fields: { title: 8, index: 6, glossary: 2, heading: 3, anchor: 3, prose: 1, code: 0.4 },
     k1: 1.2,                       // BM25's saturation
     // Length normalisation: a long page, or one with many headings (the
     // questions page), counts each occurrence less. A title is one line: none.
-    b: { index: 0.5, glossary: 0.5, heading: 0.5, prose: 0.75, code: 0.75 },
+    b: { index: 0.5, glossary: 0.5, heading: 0.5, anchor: 0.5, prose: 0.75, code: 0.75 },
     synonym: 0.8,                  // a synonym counts a little less than the word typed
     phrase: 0.5,                   // a heading holding the query's words in a row
   };
@@ -51,7 +51,8 @@ var SiteSearch = (function () {
     var ids = new Map(raw.vocabulary.map(function (stem, id) { return [stem, id]; }));
     var pages = raw.pages.map(function (page) {
       var fields = { title: new Map(), index: new Map(), glossary: new Map(), heading: new Map(),
-                     prose: new Map(), code: new Map() };
+                     anchor: new Map(), prose: new Map(), code: new Map() };
+      page.an.forEach(function (ids) { add(fields.anchor, ids); });
       var sections = page.s.map(function (s) {
         var section = { anchor: s.a, heading: s.h, summary: s.x, headingIds: s.ht,
                         entries: s.ix, prose: counts(s.p), code: counts(s.c) };
@@ -62,7 +63,8 @@ var SiteSearch = (function () {
         return section;
       });
       add(fields.title, page.t);
-      return { doc: page.doc, title: page.title, titleIds: page.t, sections: sections, fields: fields,
+      return { doc: page.doc, title: page.title, titleIds: page.t, anchors: page.an,
+               sections: sections, fields: fields,
                length: lengths(fields) };
     });
     var average = {};
@@ -174,7 +176,7 @@ var SiteSearch = (function () {
       if (s > 0) { matched += 1; sum += s; }
     });
     if (!matched) return null;
-    var sequences = [page.titleIds];
+    var sequences = [page.titleIds].concat(page.anchors);
     page.sections.forEach(function (s) {
       sequences.push(s.headingIds);
       s.entries.forEach(function (e) { sequences.push(e[0]); });
@@ -186,7 +188,7 @@ var SiteSearch = (function () {
     var best = null, bestScore = 0;
     page.sections.forEach(function (section) {
       var fields = { title: new Map(), index: new Map(), glossary: new Map(), heading: new Map(),
-                     prose: section.prose, code: section.code };
+                     anchor: new Map(), prose: section.prose, code: section.code };
       add(fields.heading, section.headingIds);
       section.entries.forEach(function (e) { add(e[2] ? fields.glossary : fields.index, e[0]); });
       var s = 0, sizes = lengths(fields);

@@ -1,8 +1,9 @@
 """Search finds the page that answers a reader's query first.
 
 ``search_queries.json`` holds 72 queries readers type or paste (issue 23's
-survey: error messages, forum wording, words the pages never use), each with
-the pages that answer it. Ranking happens in the browser (docs/_static/
+survey: error messages, forum wording, words the pages never use), then 15
+written before the ranking's last change was tuned (held out from it), each
+with the pages that answer it. Ranking happens in the browser (docs/_static/
 site-search.js over the build's searchdata.js), so the queries go through
 search.html as a reader's would: the first typed into the search box.
 """
@@ -20,9 +21,10 @@ from playwright.sync_api import expect
 pytestmark = [pytest.mark.browser, pytest.mark.build]
 
 QUERIES = json.loads((Path(__file__).with_name("search_queries.json")).read_text("utf8"))
-# Of the queries, with an answering page first (61 of 72 today; issue 23 aims at
-# 0.9); every one has an answering page in the top 3.
-FIRST_AT_LEAST = 0.84
+# Of the queries, with an answering page first (78 of 87 today: 63 of the 72,
+# 15 of the 15; issue 23 aims at 0.9 of the 72); every one has an answering
+# page in the top 3.
+FIRST_AT_LEAST = 0.89
 
 
 def results(page, base_url) -> list[str]:
