@@ -172,19 +172,6 @@ def notebook_without_measured(text: str) -> str:
     return json.dumps(notebook, sort_keys=True)
 
 
-def search_index(path: Path) -> dict:
-    """searchindex.js without its glossary and index entries ("indexentries").
-
-    Sphinx 9 collects those while it writes pages but pickles its environment
-    before writing, so an incremental ``make html`` keeps only the entries of
-    the pages it rewrote; the rest of the index it keeps whole.
-    """
-    index = json.loads(path.read_text(encoding="utf8").removeprefix(
-        "Search.setIndex(").removesuffix(")"))
-    index.pop("indexentries", None)
-    return index
-
-
 def site_differences(first: Path, second: Path) -> list[str]:
     """Every file of the second site that the first lacks or holds other bytes
     in, measured blocks (and the images only they show) aside. Files only in the
@@ -204,8 +191,6 @@ def site_differences(first: Path, second: Path) -> list[str]:
                                for use in mine_uses | their_uses
                                if not re.match(r"[a-z]+:|#", use)}
             same = a.is_file() and mine == theirs
-        elif name.name == "searchindex.js":
-            same = a.is_file() and search_index(a) == search_index(b)
         elif name.suffix == ".ipynb":
             same = a.is_file() and notebook_without_measured(a.read_text("utf8")) == (
                 notebook_without_measured(b.read_text("utf8")))

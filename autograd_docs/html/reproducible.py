@@ -24,4 +24,6 @@ def _copy_mystnb_css_first(app: Sphinx) -> None:
 
 def setup(app: Sphinx) -> dict:
     app.connect("builder-inited", _copy_mystnb_css_first)
+    # An incremental build's searchindex.js is the one a clean build writes.
+    _compat.complete_incremental_search_index()
     return {"parallel_read_safe": True, "parallel_write_safe": True}
