@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
+from types import SimpleNamespace
 
 import myst_nb.sphinx_
 import myst_nb.sphinx_ext
@@ -305,6 +306,63 @@ def save_environment_with_config(config_to_save: Callable[[Config], Config | Non
 
     __getstate__._autograd_docs_original = original
     BuildEnvironment.__getstate__ = __getstate__
+
+
+def complete_incremental_search_index() -> None:
+    """Make the searchindex.js of an incremental build the one a clean build writes.
+
+    Sphinx 9.0.4's ``IndexBuilder`` (``sphinx/search/__init__.py``) keeps what
+    it knows of the pages it does not write again from the last searchindex.js,
+    but ``prune`` empties the word entries of the pages it writes again without
+    dropping them (a word no page uses any more stays as ``"word": []``), and
+    ``load`` does not read the glossary and index entries ("indexentries")
+    back, so only those of the pages written this time were kept (Sphinx
+    collects them while writing, after it has pickled the environment).
+    Replaces ``sphinx.search.IndexBuilder``, which the HTML builder imports when
+    it starts writing, by a subclass that does both, and lists the entries in
+    page order (as a clean build feeds pages) whatever order pages were written
+    in. Reads the private ``_mapping``, ``_title_mapping`` and
+    ``_index_entries``; retired by an index that is pruned and loaded whole
+    upstream (no upstream issue found).
+    """
+    import sphinx.search
+
+    if getattr(sphinx.search.IndexBuilder, "loads_index_entries", False):
+        return  # once per process
+
+    class IndexBuilder(sphinx.search.IndexBuilder):
+        loads_index_entries = True
+
+        def load(self, stream, format) -> None:
+            if isinstance(format, str):
+                format = self.formats[format]
+            frozen = format.load(stream)
+            super().load(stream, SimpleNamespace(load=lambda _stream: frozen))
+            # Sphinx's own load has checked the format; its docnames are valid.
+            entries: dict[str, list[tuple[str, str, str]]] = {}
+            for entry, places in frozen.get("indexentries", {}).items():
+                for doc, target_id, main in places:
+                    entries.setdefault(frozen["docnames"][doc], []).append(
+                        (entry, target_id, "main" if main else ""))
+            self._index_entries.clear()
+            self._index_entries.update(entries)
+
+        def prune(self, docnames) -> None:
+            docnames = set(docnames)
+            super().prune(docnames)
+            for mapping in (self._mapping, self._title_mapping):
+                for word in [word for word, pages in mapping.items() if not pages]:
+                    del mapping[word]
+            for docname in [name for name in self._index_entries if name not in docnames]:
+                del self._index_entries[docname]
+
+        def freeze(self) -> dict:
+            in_page_order = sorted(self._index_entries.items())
+            self._index_entries.clear()
+            self._index_entries.update(in_page_order)
+            return super().freeze()
+
+    sphinx.search.IndexBuilder = IndexBuilder
 
 
 def execution_seconds(env, docname: str) -> float | None:

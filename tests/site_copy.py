@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,8 @@ PYTHON = sys.executable
 # The small site's own pages, as files an author can open: small_site/*.md
 # (small_site/extra/ holds pages and snippets single tests add).
 SMALL_SITE = Path(__file__).resolve().parent / "small_site"
+# The small site's page with one of everything (code, checks, an include, a doctest).
+PAGE = "docs/test-page.md"
 # Real pages in the copy: the glossary every {term} resolves against.
 REAL_PAGES = ["reference/glossary"]
 # The venv whose Python runs this test: the copy's `make` uses it, never makes one.
@@ -109,6 +112,16 @@ def write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf8")
     if path.stat().st_mtime_ns <= before:  # same tick on a coarse clock
         os.utime(path, ns=(before + 1_000_000, before + 1_000_000))
+
+
+def replace(old: str, new: str, file: str = PAGE) -> Callable[[Path], None]:
+    """An edit: replace ``old`` (which must be there) by ``new`` in the copy's ``file``."""
+    def edit(folder: Path) -> None:
+        path = folder / file
+        text = path.read_text(encoding="utf8")
+        assert old in text, f"{file} no longer contains {old!r}"
+        write(path, text.replace(old, new))
+    return edit
 
 
 def build(folder: Path, builder: str = "html", *extra: str, jobs: int | str = 1,

@@ -21,26 +21,23 @@ import pytest
 
 from autograd_docs.diagnostics import AuthorError
 
-from site_copy import SMALL_SITE, build, outputs_that_differ, with_front_matter, write
+from site_copy import (
+    PAGE,
+    SMALL_SITE,
+    build,
+    outputs_that_differ,
+    replace,
+    with_front_matter,
+    write,
+)
 
 pytestmark = pytest.mark.build
 
 ANSI_ESCAPE = re.compile(r"\x1b\[")
 SEVERITY = re.compile(r" (?:WARNING|ERROR): ")  # the list of problems leaves it out
-PAGE = "docs/test-page.md"
 
 
 # -- How to make a mistake, and where the build must point ---------------------------
-
-def replace(old: str, new: str, file: str = PAGE) -> Callable[[Path], None]:
-    """An edit: replace ``old`` (which must be there) by ``new`` in the copy's ``file``."""
-    def edit(folder: Path) -> None:
-        path = folder / file
-        text = path.read_text(encoding="utf8")
-        assert old in text, f"{file} no longer contains {old!r}"
-        write(path, text.replace(old, new))
-    return edit
-
 
 def line_of(needle: str, file: str = PAGE) -> Callable[[Path], str]:
     """A location: ``file:N:``, N the first line containing ``needle``."""

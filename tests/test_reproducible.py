@@ -5,6 +5,11 @@ time, as a second clone would; the first is the shared ``built_copy``. Any file
 that differs is listed, and so is any cell whose output differs, with its page
 and line.
 
+After edits and their reverts (a failing cell, a page added and removed, a title,
+prose, a figure's code, a snippet a page imports), ``make html`` leaves the files
+a clean build writes, byte for byte: the search index, every page's sidebar, and
+nothing of a removed page, an old figure or a fixed cell's traceback.
+
 On the real site: ``make html`` (which ``make test`` runs first) is compared with
 a second clean build of the same sources into a scratch folder, executing every
 page again through the build's own machinery (strict flags, fork server,
@@ -21,6 +26,7 @@ from __future__ import annotations
 import filecmp
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -30,11 +36,14 @@ from autograd_docs import kernels as fork_kernels
 from autograd_docs.build_log import EXECUTED, FROM_CACHE, PageLine
 
 from site_copy import (
+    PAGE,
     ROOT,
+    SMALL_SITE,
     build,
     executed_outputs,
     make_copy,
     outputs_that_differ,
+    replace,
 )
 
 pytestmark = pytest.mark.build
@@ -80,6 +89,56 @@ def test_the_comparison_covers_figures_and_notebooks(built_copy):
     html = built_copy / "_build" / "html"
     assert list(html.glob("_images/*.png")), "the figure page drew no figure"
     assert (built_copy / "_build" / "jupyter_execute" / "figure-page.ipynb").is_file()
+
+
+# -- edits and reverts ------------------------------------------------------------
+
+# Edits an author makes and then reverts, as (file, text, replaced by), each with
+# what it leaves behind when Sphinx is left alone.
+FAILING_CELL = (PAGE, "z.backward(z)", "z.backward(z[:2])")  # a traceback report
+NEW_PAGE = ("docs/index.md", "reference/glossary", "random-page\nreference/glossary")  # its files
+TITLE = ("docs/figure-page.md", "# Plot the gradient", "# Plot the slope")  # every sidebar
+PROSE = (PAGE, "for the identity.", "for the identity, futurewarnings aside.")  # "futurewarn": []
+FIGURE = ("docs/figure-page.md", '"the gradient is 2z"', '"the gradient is twice z"')  # a figure
+SNIPPET = ("snippets/oracle.py", "Independent oracles", "Independent, edited oracles")  # downloads
+
+
+def edit(folder: Path, *edits: tuple[str, str, str], undo: bool = False) -> None:
+    for file, old, new in edits:
+        replace(*((new, old) if undo else (old, new)), file)(folder)
+
+
+def written(log: str) -> set[str]:
+    """The pages a build wrote, from Sphinx's progress lines."""
+    return set(re.findall(r"^writing output\.\.\. \[[ \d]+%\] (\S+)$", log, re.MULTILINE))
+
+
+def test_edits_then_reverts_leave_what_a_clean_build_writes(built_copy, warm_copy):
+    """After edits and their reverts, ``make html`` leaves the files a clean build
+    wrote (``built_copy``), byte for byte. A build after a failed one reads every
+    page, and one after a title changed writes every page, so the edits after
+    which Sphinx writes only what changed come last."""
+    shutil.copy(SMALL_SITE / "extra" / "random-page.md", warm_copy / "docs")
+    edit(warm_copy, FAILING_CELL, NEW_PAGE, SNIPPET)
+    assert build(warm_copy).returncode != 0
+
+    (warm_copy / "docs" / "random-page.md").unlink()
+    edit(warm_copy, FAILING_CELL, NEW_PAGE, SNIPPET, undo=True)
+    edit(warm_copy, TITLE, PROSE, FIGURE)
+    result = build(warm_copy)
+    assert result.returncode == 0, result.log
+
+    edit(warm_copy, TITLE, undo=True)
+    result = build(warm_copy)
+    assert result.returncode == 0, result.log
+
+    edit(warm_copy, PROSE, FIGURE, undo=True)
+    result = build(warm_copy)
+    assert result.returncode == 0, result.log
+    # The glossary stays as the last build wrote it: its search entries, words
+    # and sidebar are kept, not made again.
+    assert "reference/glossary" not in written(result.log), result.log
+    assert differences(built_copy, warm_copy) == []
 
 
 # -- the real site -----------------------------------------------------------------
@@ -172,19 +231,6 @@ def notebook_without_measured(text: str) -> str:
     return json.dumps(notebook, sort_keys=True)
 
 
-def search_index(path: Path) -> dict:
-    """searchindex.js without its glossary and index entries ("indexentries").
-
-    Sphinx 9 collects those while it writes pages but pickles its environment
-    before writing, so an incremental ``make html`` keeps only the entries of
-    the pages it rewrote; the rest of the index it keeps whole.
-    """
-    index = json.loads(path.read_text(encoding="utf8").removeprefix(
-        "Search.setIndex(").removesuffix(")"))
-    index.pop("indexentries", None)
-    return index
-
-
 def site_differences(first: Path, second: Path) -> list[str]:
     """Every file of the second site that the first lacks or holds other bytes
     in, measured blocks (and the images only they show) aside. Files only in the
@@ -204,8 +250,6 @@ def site_differences(first: Path, second: Path) -> list[str]:
                                for use in mine_uses | their_uses
                                if not re.match(r"[a-z]+:|#", use)}
             same = a.is_file() and mine == theirs
-        elif name.name == "searchindex.js":
-            same = a.is_file() and search_index(a) == search_index(b)
         elif name.suffix == ".ipynb":
             same = a.is_file() and notebook_without_measured(a.read_text("utf8")) == (
                 notebook_without_measured(b.read_text("utf8")))

@@ -58,6 +58,11 @@ def engine_sources(source: str) -> list[Path]:
     the engine's registry of messages must re-execute when a message changes)."""
     if "autograd_docs" not in IMPORT_LINE.findall(source):
         return []
+    return engine_files()
+
+
+def engine_files() -> list[Path]:
+    """This package's own Python files."""
     return sorted(ENGINE.rglob("*.py"))
 
 

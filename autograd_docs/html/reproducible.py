@@ -1,10 +1,25 @@
-"""Two builds of one commit write the same bytes: stylesheets in place early.
+"""The same bytes whichever way the site was built: clean, again, or after edits.
 
-Sphinx adds ``?v=<checksum>`` to a stylesheet's link only if the file exists
-when a page is written. myst-nb copies its stylesheet when the build finishes,
-so pages of a clean build would link it without the checksum every later build
-adds, and two builds of one commit would differ in every page. (The equations'
-stylesheet gets the same treatment in ``svg_math``.)
+Two builds of one commit write the same files, and so does ``make html`` after
+any sequence of edits and reverts (``tests/test_reproducible.py`` checks both).
+Sphinx writes again only the pages it re-read and their toctree parents, and
+removes nothing; this part mends what that leaves different from a clean build:
+
+- **Stylesheets in place early.** Sphinx adds ``?v=<checksum>`` to a
+  stylesheet's link only if the file exists when a page is written. myst-nb
+  copies its stylesheet when the build finishes, so pages of a clean build
+  would link it without the checksum every later build adds. (The equations'
+  stylesheet gets the same treatment in ``svg_math``.)
+- **Every page written again when what pages show of each other changed**: the
+  navigation (toctrees, every page's title: the sidebar, previous and next) and
+  the targets references resolve to (labels with their section titles, glossary
+  terms). Sphinx would write only the page that changed.
+- **Every page written again when the engine changed**: what a page's HTML holds
+  may depend on any part of it.
+- **Nothing left behind**: a removed page's files (its HTML, source copy,
+  notebooks, traceback report), a traceback report once its page is read again,
+  figures no page shows any more, and Sphinx's ``.buildinfo.bak``.
+- **The search index whole**: ``_compat.complete_incremental_search_index``.
 """
 
 from __future__ import annotations
@@ -14,6 +29,10 @@ from pathlib import Path
 from sphinx.application import Sphinx
 
 from autograd_docs import _compat
+from autograd_docs.execution import cache_key
+
+# Saved with the environment: what pages showed of each other when it was read.
+SHOWN_OF_EACH_OTHER = "autograd_docs_shown_of_each_other"
 
 
 def _copy_mystnb_css_first(app: Sphinx) -> None:
@@ -22,6 +41,98 @@ def _copy_mystnb_css_first(app: Sphinx) -> None:
         _compat.add_mystnb_stylesheet(app)
 
 
+def _shown_of_each_other(env) -> str:
+    """A digest of what a page shows of the others: their titles in its sidebar
+    and previous/next links, and the text of references to their labels and
+    glossary terms."""
+    std = env.get_domain("std")
+    shown = [
+        sorted(env.found_docs),
+        sorted((docname, title.astext()) for docname, title in env.titles.items()),
+        sorted(env.toctree_includes.items()),
+        # The toctrees themselves: captions, hidden and numbered entries.
+        [env.tocs[docname].pformat() for docname in sorted(env.toctree_includes)],
+        sorted(std.labels.items()),
+        sorted(std.anonlabels.items()),
+        sorted(std.objects.items()),
+    ]
+    return cache_key.digest([repr(shown)])
+
+
+def _pages_that_show_others(app: Sphinx, env) -> list[str]:
+    if app.builder.format != "html":
+        return []
+    before = getattr(env, SHOWN_OF_EACH_OTHER, None)
+    now = _shown_of_each_other(env)
+    setattr(env, SHOWN_OF_EACH_OTHER, now)
+    return sorted(env.found_docs) if now != before else []
+
+
+def _remove_old_report(app: Sphinx, env, docname: str) -> None:
+    """A page is read again: its traceback report goes (reading writes it again
+    if a cell still fails)."""
+    if app.builder.format == "html":
+        _remove(Path(app.outdir), [_report(app, docname)])
+
+
+def _report(app: Sphinx, docname: str) -> Path:
+    return Path(app.outdir, "reports", f"{docname}.err.log")  # myst-nb writes it
+
+
+def _remove_what_no_page_uses(app: Sphinx, exception: Exception | None) -> None:
+    """The files of pages removed from the project, figures no page shows any
+    more (a cell's old output, a removed page's) in ``_images`` and where myst-nb
+    wrote them, and ``.buildinfo.bak``, which Sphinx leaves when an option that
+    changes every page's HTML has changed."""
+    if exception is not None or app.builder.format != "html":
+        return
+    env, outdir = app.env, Path(app.outdir)
+    executed = outdir.parent / _compat.OUTPUT_FOLDER
+    # Every page read into this build folder left its doctree, and Sphinx keeps
+    # it: also after a failed build, whose environment is gone (authoring.py).
+    doctrees = Path(app.doctreedir)
+    unused = []
+    for doctree in doctrees.rglob("*.doctree"):
+        docname = doctree.relative_to(doctrees).with_suffix("").as_posix()
+        if docname not in env.found_docs:
+            unused += [doctree, Path(app.builder.get_output_path(docname)),
+                       _report(app, docname),
+                       outdir / f"{docname}.ipynb",  # the download (html/notebooks.py)
+                       executed / f"{docname}.ipynb",
+                       *(outdir / "_sources" / f"{docname}{suffix}"
+                         f"{app.config.html_sourcelink_suffix}"
+                         for suffix in app.config.source_suffix)]
+    shown = {Path(env.srcdir, source).resolve() for source in env.images}
+    copied = {name for _docnames, name in env.images.values()}
+    unused += [path for path in (outdir / "_images").glob("*")
+               if path.is_file() and path.name not in copied]
+    unused += [path for path in executed.rglob("*") if path.is_file()
+               and path.suffix != ".ipynb" and path.resolve() not in shown]
+    _remove(outdir.parent, [*unused, outdir / ".buildinfo.bak"])
+
+
+def _remove(root: Path, paths: list[Path]) -> None:
+    """Remove these files, and the folders under ``root`` they leave empty."""
+    for path in paths:
+        path.unlink(missing_ok=True)
+        folder = path.parent
+        while root in folder.parents and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+            folder = folder.parent
+
+
+def engine_fingerprint() -> str:
+    return cache_key.digest([path.read_text(encoding="utf8")
+                             for path in cache_key.engine_files()])
+
+
 def setup(app: Sphinx) -> dict:
+    # Not set by conf.py: when the engine changes, this value does, and Sphinx
+    # writes every page again (an "html" value is in .buildinfo's hash).
+    app.add_config_value("autograd_docs_engine", engine_fingerprint(), "html", str)
     app.connect("builder-inited", _copy_mystnb_css_first)
+    app.connect("env-get-updated", _pages_that_show_others)
+    app.connect("env-purge-doc", _remove_old_report)
+    app.connect("build-finished", _remove_what_no_page_uses)
+    _compat.complete_incremental_search_index()
     return {"parallel_read_safe": True, "parallel_write_safe": True}
