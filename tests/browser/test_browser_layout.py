@@ -17,7 +17,7 @@ from __future__ import annotations
 from urllib.parse import urldefrag
 
 import pytest
-from built_site import DESKTOP, PHONE, site_pages
+from built_site import DESKTOP, PHONE, next_frame, site_pages
 
 pytestmark = [pytest.mark.browser, pytest.mark.build]
 
@@ -127,4 +127,47 @@ def test_links_to_headings_land_on_them(page, traffic, base_url, width):
     assert tested > 50, f"only {tested} links to headings found: is the site built?"
     assert not misses, (f"at {WIDTHS[width]['width']} px, {len(misses)} of {tested} links "
                         "to a heading did not land on it:\n  " + "\n  ".join(misses))
+    assert not traffic.console_errors
+
+
+# The pages a newcomer reads first: the landing page and the two tutorials.
+FIRST_PAGES = ["index.html", "tutorial/why-backward-z-gives-z.html",
+               "tutorial/compute-your-first-jacobian.html"]
+
+# Every code block and output of the open page (the answers behind toggles
+# opened), as [is an output?, scrolls sideways?, its first line].
+CODE_BLOCKS = """() => {
+  document.querySelectorAll('article details').forEach(d => { d.open = true; });
+  return [...document.querySelectorAll('article div.highlight pre, article .cell_output pre')]
+    .filter(pre => pre.getClientRects().length)
+    .map(pre => [Boolean(pre.closest('.cell_output, .output')),
+                 pre.scrollWidth > pre.clientWidth + 1,
+                 pre.textContent.trim().split('\\n')[0].slice(0, 60)]);
+}"""
+
+
+def test_code_fits_a_phone(page, traffic):
+    page.set_viewport_size(PHONE)
+    blocks = {"code": [0, 0], "outputs": [0, 0]}
+    on_first_pages = []
+    for path in CONTENT:
+        page.goto(path, wait_until="load")
+        next_frame(page)
+        for is_output, scrolls, first_line in page.evaluate(CODE_BLOCKS):
+            kind = "outputs" if is_output else "code"
+            blocks[kind][0] += scrolls
+            blocks[kind][1] += 1
+            if scrolls and path in FIRST_PAGES:
+                on_first_pages.append(f"{path}: {kind[:-1] if is_output else kind} "
+                                      f"{first_line!r}")
+    shares = {kind: scrolling / max(total, 1) for kind, (scrolling, total) in blocks.items()}
+    print(", ".join(f"{kind}: {scrolling} of {total} scroll sideways at {PHONE['width']} px"
+                    for kind, (scrolling, total) in blocks.items()))
+    assert blocks["code"][1] > 100, f"only {blocks['code'][1]} code blocks: is the site built?"
+    assert not on_first_pages, (
+        f"at {PHONE['width']} px these scroll sideways on the first pages a reader opens "
+        "(shorten the lines to 44 columns):\n  " + "\n  ".join(on_first_pages))
+    too_many = {kind: f"{share:.0%}" for kind, share in shares.items() if share > 0.5}
+    assert not too_many, (f"at {PHONE['width']} px more than half of the site's blocks "
+                          f"scroll sideways: {too_many}")
     assert not traffic.console_errors
