@@ -48,3 +48,21 @@
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
 })();
+
+// A figure is drawn wider than a phone shows it: a tap opens the image itself,
+// full size, where the reader can zoom and pan.
+(function () {
+  function link() {
+    document.querySelectorAll(".cell_output img").forEach(function (img) {
+      if (img.closest("a")) return;
+      var a = document.createElement("a");
+      a.href = img.getAttribute("src");
+      a.className = "figure-full-size";
+      a.setAttribute("aria-label", "Open the figure full size: " + (img.alt || "figure"));
+      img.replaceWith(a);
+      a.appendChild(img);
+    });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", link);
+  else link();
+})();
