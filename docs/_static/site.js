@@ -44,6 +44,9 @@
       observer.observe(box);
       if (box.firstElementChild) observer.observe(box.firstElementChild);
     });
+    // A box inside a closed toggle is not laid out again when the window
+    // changes size, so no observer hears of it: look at every box then.
+    window.addEventListener("resize", function () { mark(boxes); });
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
