@@ -155,7 +155,8 @@ def _marked(doctree: nodes.document):
     return doctree.findall(lambda node: isinstance(node, nodes.Element) and INDEXES in node)
 
 
-def page_data(app: Sphinx, docname: str, doctree: nodes.document, source: str) -> dict:
+def page_data(app: Sphinx, docname: str, doctree: nodes.document,
+              source: str | None) -> dict:
     """What claims.js reads: each claim with its element's id, in page order."""
     found = claims.claims_of(app.env, docname)
     shown = []
@@ -186,7 +187,9 @@ def _add_to_page(app: Sphinx, pagename: str, templatename: str, context: dict,
                  doctree) -> None:
     if doctree is None or not any(True for _ in _marked(doctree)):
         return
-    source = context["pathto"]("_sources/" + context["sourcename"], 1)
+    # The page's source as "view source" shows it (none without html_copy_source).
+    source = context.get("sourcename") and context["pathto"](
+        "_sources/" + context["sourcename"], 1)
     data = page_data(app, pagename, doctree, source)
     context["checked_claims"] = len(data["claims"])
     app.add_js_file(None, body=_script_body(data), type="application/json", id=DATA_ID)

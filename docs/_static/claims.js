@@ -136,9 +136,9 @@
     var where = add(detail, "p");
     where.appendChild(document.createTextNode("Ran against torch " + claim.torch +
                                               " when this page was built. "));
-    var link = add(where, "a", "", "The check is line " + claim.check_line + " of " +
-                   source.name);
-    link.href = source.href;
+    var link = add(where, source.href ? "a" : "span", "", "The check is line " +
+                   claim.check_line + " of " + source.name + ".");
+    if (source.href) link.href = source.href;
   }
 
   function start() {
