@@ -30,5 +30,6 @@ def setup(app: Sphinx) -> dict:
     app.setup_extension("autograd_docs.html.sitemap")  # sitemap.xml, robots.txt
     app.setup_extension("autograd_docs.html.search")  # what search.html ranks pages with
     app.setup_extension("autograd_docs.html.hidden_cells")  # axe: hidden cells named
+    app.setup_extension("autograd_docs.html.checked_claims")  # readers see what was proved
     app.setup_extension("autograd_docs.html.reproducible")  # incremental builds equal clean
     return {"parallel_read_safe": True, "parallel_write_safe": True}

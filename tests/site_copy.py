@@ -1,11 +1,11 @@
 """A small copy of the site to break on purpose, and the strict build to run on it.
 
 The copy holds the real configuration (``conf.py``, ``Makefile``, ``docs/_static``,
-``snippets/`` and the glossary) plus pages a test writes; the build engine is the
-installed ``autograd_docs``. The real landing page and tutorials stay out: they
-link to every other page, and the copy holds only a few. Building it takes
-seconds, where the whole site takes minutes, and a test can break it without
-touching the repository.
+``docs/_templates``, ``snippets/`` and the glossary) plus pages a test writes;
+the build engine is the installed ``autograd_docs``. The real landing page and
+tutorials stay out: they link to every other page, and the copy holds only a
+few. Building it takes seconds, where the whole site takes minutes, and a test
+can break it without touching the repository.
 """
 
 from __future__ import annotations
@@ -87,6 +87,7 @@ def make_copy(folder: Path, pages: dict[str, str] | None = None) -> Path:
     shutil.copytree(ROOT / "snippets", folder / "snippets", ignore=ignore)
     shutil.copytree(ROOT / "docs" / "_static", folder / "docs" / "_static", ignore=ignore)
     shutil.copytree(ROOT / "inventories", folder / "inventories")  # intersphinx, offline
+    shutil.copytree(ROOT / "docs" / "_templates", folder / "docs" / "_templates", ignore=ignore)
     # The build draws equations with MathJax from node_modules (autograd_docs/html/svg_math.py).
     (folder / "node_modules").symlink_to(ROOT / "node_modules", target_is_directory=True)
     for name in REAL_PAGES:

@@ -452,16 +452,8 @@ def run(args, repo: Path, started: float) -> int:
     recorded = read_claims_file(repo / "_build" / "doctrees")
 
     mutants = []
-    for round_ in range(args.per_page):
-        batch = {page: drawn[page][round_] for page in pages if len(drawn[page]) > round_}
-        if not batch:
-            break
-        for page in pages:  # this round's mutant, or the page as it was
-            text = (original[page] if page not in batch
-                    else apply(original[page], batch[page].edit))
-            if text != (repo / page).read_text(encoding="utf8"):
-                write(repo / page, text)
-        result = build(repo)
+    for round_, batch in rounds(drawn, pages, args.per_page):
+        result = build_round(repo, pages, original, batch)
         failures = result.warnings_by_page()
         after = executed_cells(repo)
         for page, mutant in batch.items():
@@ -490,6 +482,26 @@ def run(args, repo: Path, started: float) -> int:
     return report(mutants, prose, args, time.perf_counter() - started)
 
 
+def rounds(drawn: dict[str, list[Mutant]], pages: list[str], per_page: int):
+    """(round, {page: its mutant}) for each round: one mutant per page that has one left."""
+    for round_ in range(per_page):
+        batch = {page: drawn[page][round_] for page in pages if len(drawn[page]) > round_}
+        if not batch:
+            return
+        yield round_, batch
+
+
+def build_round(repo: Path, pages: list[str], original: dict[str, str],
+                batch: dict[str, Mutant]):
+    """Each page with its mutant of this round, or as it was; then the strict build."""
+    for page in pages:
+        text = (original[page] if page not in batch
+                else apply(original[page], batch[page].edit))
+        if text != (repo / page).read_text(encoding="utf8"):
+            write(repo / page, text)
+    return build(repo)
+
+
 def run_prose(args, repo: Path, pages: list[str], original: dict[str, str],
               recorded: dict[str, list[dict]]) -> list[Mutant]:
     """Rounds of prose mutants: a change inside a checked sentence must fail its page."""
@@ -497,22 +509,13 @@ def run_prose(args, repo: Path, pages: list[str], original: dict[str, str],
         page, original[page], recorded.get(str(Path(page).relative_to("docs").with_suffix("")),
                                            []), args.seed, args.per_page) for page in pages}
     mutants = []
-    for round_ in range(args.per_page):
-        batch = {page: drawn[page][round_] for page in pages if len(drawn[page]) > round_}
-        if not batch:
-            break
-        for page in pages:
-            text = (original[page] if page not in batch
-                    else apply(original[page], batch[page].edit))
-            if text != (repo / page).read_text(encoding="utf8"):
-                write(repo / page, text)
-        result = build(repo)
-        failures = result.warnings_by_page()
+    for round_, batch in rounds(drawn, pages, args.per_page):
+        failures = build_round(repo, pages, original, batch).warnings_by_page()
         for page, mutant in batch.items():
             caught = page in failures
             mutant.outcome = "caught" if caught else "survived"
             mutant.why = str(failures[page][0]) if caught else "the build passed"
-        print(f"prose round {round_ + 1}: {len(batch)} mutants, {result.seconds:.1f} s: "
+        print(f"prose round {round_ + 1}: {len(batch)} mutants: "
               f"{sum(m.outcome == 'caught' for m in batch.values())} caught", flush=True)
         mutants += batch.values()
     for page in pages:

@@ -35,12 +35,6 @@ def site_prefix() -> str:
     return "/"
 
 
-def lay_out_every_section(page) -> None:
-    """site.css lets the browser skip laying out sections far off screen; the
-    checks measure and audit every section, so lay them all out."""
-    page.add_style_tag(content="article section { content-visibility: visible !important; }")
-
-
 def next_frame(page) -> None:
     """Wait until the browser has rendered a frame: resize and ResizeObserver
     callbacks (site.js) have run by then."""

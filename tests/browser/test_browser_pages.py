@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from built_site import PHONE, SITE, inject_axe, lay_out_every_section, next_frame, site_pages
+from built_site import PHONE, SITE, inject_axe, next_frame, site_pages
 
 pytestmark = [pytest.mark.browser, pytest.mark.build]
 
@@ -195,7 +195,6 @@ def test_the_site_has_pages():
 @pytest.mark.parametrize("path", PAGES)
 def test_page_is_complete_accessible_and_fits_a_phone(page, traffic, path):
     page.goto(path, wait_until="load")
-    lay_out_every_section(page)
     inject_axe(page)
     problems = completeness_problems(page, path)
     problems += accessibility_problems(page, "article")
@@ -210,7 +209,6 @@ def test_the_header_and_sidebar_every_page_shares_are_accessible(page, traffic):
     """The parts outside ``article`` are the same template on every page: audit
     them once, whole page, on the landing page, at a desktop's and a phone's width."""
     page.goto("index.html", wait_until="load")
-    lay_out_every_section(page)
     inject_axe(page)
     problems = accessibility_problems(page, "html")
     page.set_viewport_size(PHONE)

@@ -1,0 +1,250 @@
+"""The general sentences pages make about seeds, as properties over families.
+
+A page's hidden cell checks a sentence such as "if each y_i depends on z_i alone,
+the ones seed gives every dy_i/dz_i" with ``oracle.check_property(holds, family,
+quote=...)``, taking ``holds`` and ``family`` from here, so that the landing page,
+the tutorial and the explanations state one rule and check it the same way.
+
+Each family holds the members that break the sentences people get wrong:
+``flip(x) * c`` (each input feeds one output, yet the ones seed is not the
+diagonal), ``(x0, x1 + x0, x2 - x0)`` (x0 feeds three outputs, yet the ones seed
+is the diagonal), maps whose off-diagonal entries cancel column by column, the
+non-diagonal J at whose point ``z.grad / z`` happens to be the diagonal, and
+leaves that require grad but that the output was never computed from.
+Jacobians are compared with finite differences (``oracle``), which only evaluate.
+
+Run this file to check every property over its family.
+"""
+
+from __future__ import annotations
+
+import torch
+from families import SEEDS, Map, elementwise_maps, linear_maps, named, points, vector_maps
+from hypothesis import strategies as st
+from oracle import finite_difference_jacobian
+
+TOL = dict(atol=1e-6, rtol=1e-6)
+
+# -- The review's members, named as a failure prints them ----------------------------
+
+FLIP_TIMES_C = Map("flip(x) * c, c = 1..5",
+                   lambda x: torch.flip(x, [0]) * torch.arange(1.0, 6.0, dtype=x.dtype), 5,
+                   "permutation")
+X0_FEEDS_THREE = Map("(x0, x1 + x0, x2 - x0)",
+                     lambda x: torch.stack([x[0], x[1] + x[0], x[2] - x[0]]), 3, "cancelling")
+_J_COINCIDENCE = torch.tensor([[1.0, 1.0, 0.0], [0.0, 1.0, 0.0], [0.0, -1.0, 1.0]],
+                              dtype=torch.float64)
+NOT_DIAGONAL_YET_RATIO_RIGHT = Map("A @ x, A = [[1, 1, 0], [0, 1, 0], [0, -1, 1]]",
+                                   lambda x: _J_COINCIDENCE.to(x.dtype) @ x, 3, "linear")
+
+
+CANCELLING_SIZES = st.integers(3, 6)
+
+
+@st.composite
+def cancelling_maps(draw, n: st.SearchStrategy[int] = CANCELLING_SIZES) -> Map:
+    """tanh(x) + M x with M's diagonal zero and each column of M summing to zero:
+    inputs feed several outputs, yet 1ᵀJ is the diagonal of J."""
+    size = draw(n)
+    M = torch.randn(size, size, dtype=torch.float64,
+                    generator=torch.Generator().manual_seed(draw(SEEDS)))
+    off = ~torch.eye(size, dtype=torch.bool)
+    M = torch.where(off, M, 0.0)
+    M = torch.where(off, M - M.sum(0, keepdim=True) / (size - 1), 0.0)
+    return Map(f"tanh(x) + M @ x, M {size}x{size}: zero diagonal, columns sum to 0",
+               lambda x: torch.tanh(x) + M.to(x.dtype) @ x, size, "cancelling")
+
+
+def seed_maps() -> st.SearchStrategy[Map]:
+    """Every map R^n -> R^n of ``families.vector_maps`` (elementwise, permutations,
+    linear, mixing), maps whose off-diagonal entries cancel, and the review's
+    three members."""
+    strategy = st.one_of(
+        st.sampled_from([FLIP_TIMES_C, X0_FEEDS_THREE, NOT_DIAGONAL_YET_RATIO_RIGHT]),
+        vector_maps(), cancelling_maps(), linear_maps(n=st.just(3)))
+    strategy.family_name = SEED_MAPS
+    return strategy
+
+
+SEED_MAPS = "maps R^n -> R^n with flip(x) * c, (x0, x1 + x0, x2 - x0) and kin"
+
+
+def maps_at_points() -> st.SearchStrategy[tuple[Map, torch.Tensor]]:
+    """A map of ``seed_maps`` and a point: a drawn one, or for the review's linear
+    map also the point (1, 1, 1) where its z.grad / z is the diagonal."""
+    drawn = st.builds(lambda f, seed: (f, f.point(seed)), seed_maps(), SEEDS)
+    coincidence = st.just((NOT_DIAGONAL_YET_RATIO_RIGHT, torch.ones(3, dtype=torch.float64)))
+    strategy = st.one_of(coincidence, drawn)
+    strategy.family_name = SEED_MAPS + ", at points"
+    return strategy
+
+
+# -- What backward gives, and J by finite differences --------------------------------
+
+def backward_with(f: Map, x: torch.Tensor, seed: torch.Tensor | None = None,
+                  *, by_sum: bool = False) -> torch.Tensor:
+    """x.grad after f(x).backward(seed), or after f(x).sum().backward()."""
+    t = x.detach().clone().requires_grad_()
+    y = f(t)
+    if by_sum:
+        y.sum().backward()
+    else:
+        y.backward(torch.ones_like(y) if seed is None else seed)
+    return t.grad
+
+
+def jacobian(f: Map, x: torch.Tensor) -> torch.Tensor:
+    return finite_difference_jacobian(f, x)
+
+
+def off_diagonal(J: torch.Tensor) -> torch.Tensor:
+    return J - torch.diag(torch.diagonal(J))
+
+
+def is_diagonal(J: torch.Tensor) -> bool:
+    return bool(off_diagonal(J).abs().max() < 1e-7)
+
+
+# -- The ones seed and the diagonal of J ---------------------------------------------
+
+def ones_seed_gives_the_diagonal_when_J_is_diagonal(f_x) -> bool:
+    """If each y_i depends on z_i alone (J diagonal), the ones seed and y.sum()
+    both give diag(J)."""
+    f, x = f_x
+    J = jacobian(f, x)
+    if not is_diagonal(J):
+        return True  # the sentence says nothing about this map
+    diagonal = torch.diagonal(J)
+    return (torch.allclose(backward_with(f, x), diagonal, **TOL)
+            and torch.allclose(backward_with(f, x, by_sum=True), diagonal, **TOL))
+
+
+def ones_seed_gives_the_diagonal_exactly_when_columns_cancel(f_x) -> bool:
+    """1ᵀJ = diag(J) if and only if every column's off-diagonal entries sum to 0."""
+    f, x = f_x
+    J = jacobian(f, x)
+    gives_diagonal = torch.allclose(backward_with(f, x), torch.diagonal(J), **TOL)
+    cancels = torch.allclose(off_diagonal(J).sum(0), torch.zeros(f.n, dtype=J.dtype), **TOL)
+    return gives_diagonal == cancels
+
+
+def one_seed_recovers_every_nonzero_when_columns_hold_one(f_x) -> bool:
+    """If each column of J holds at most one non-zero, 1ᵀJ holds that entry, and
+    putting it back at the row where J has it rebuilds all of J."""
+    f, x = f_x
+    J = jacobian(f, x)
+    nonzero = J.abs() > 1e-7
+    if (nonzero.sum(0) > 1).any():
+        return True  # the sentence says nothing about this map
+    ones = backward_with(f, x)
+    rebuilt = nonzero.to(J.dtype) * ones  # the pattern (where) times the values (what)
+    return torch.allclose(rebuilt, J, **TOL)
+
+
+def ratio_is_the_diagonal_exactly_when_the_rest_vanishes(f_x) -> bool:
+    """(z.grad / z)_j = J_jj if and only if sum over i != j of z_i J_ij is 0 (z_j != 0)."""
+    f, z = f_x
+    if (z.abs() < 1e-3).any():
+        return True  # the sentence is about z with no zero entry (else: nan or inf)
+    J = jacobian(f, z)
+    ratio = backward_with(f, z, seed=z) / z
+    matches = torch.isclose(ratio, torch.diagonal(J), atol=1e-6, rtol=1e-6)
+    rest_vanishes = torch.isclose(z @ off_diagonal(J), torch.zeros_like(z), atol=1e-6)
+    return bool((matches == rest_vanishes).all())
+
+
+def seed_times_z_is_elementwise_exactly_when_J_is_diagonal(f_x) -> bool:
+    """zᵀJ = z * diag(J) for every seed z (checked on the unit seeds, which span
+    them all) if and only if J is diagonal."""
+    f, x = f_x
+    J = jacobian(f, x)
+    units = torch.eye(f.n, dtype=x.dtype)
+    elementwise = all(torch.allclose(backward_with(f, x, seed=e), e * torch.diagonal(J), **TOL)
+                      for e in units)
+    return elementwise == is_diagonal(J)
+
+
+@named("elementwise maps at points with kinks and zeros")
+@st.composite
+def elementwise_maps_at_points(draw):
+    """An elementwise map and a point whose entries may sit at 0 or at a kink."""
+    f = draw(elementwise_maps())
+    return f, draw(points(n=f.n))
+
+
+def elementwise_columns_hold_only_the_diagonal(f_x) -> bool:
+    """For an elementwise map, column j of J can be non-zero only at row j, so the
+    ones seed gives dy_j/dx_j, even where it is 0 (J from unit seeds, at kinks too)."""
+    f, x = f_x
+    J = torch.autograd.functional.jacobian(f, x)
+    return (bool((off_diagonal(J) == 0).all())
+            and torch.allclose(backward_with(f, x), torch.diagonal(J), **TOL))
+
+
+# -- Which leaves backward fills ------------------------------------------------------
+
+@named("graphs with used and unused leaves, with and without inputs=")
+@st.composite
+def leaf_graphs(draw):
+    """Two to four leaves that require grad, some of which y is computed from
+    (y = f(sum of w_k a_k) over the used ones) and some not, a seed shaped like y,
+    and possibly ``inputs=`` naming some of the leaves."""
+    f = draw(vector_maps(n=st.integers(2, 4)))
+    count = draw(st.integers(2, 4))
+    used = draw(st.lists(st.booleans(), min_size=count, max_size=count).filter(any))
+    weights = draw(st.lists(st.sampled_from([-2.0, -1.0, 0.5, 1.0, 3.0]),
+                            min_size=count, max_size=count))
+    generator = torch.Generator().manual_seed(draw(SEEDS))
+    leaves = [torch.randn(f.n, dtype=torch.float64, generator=generator) for _ in range(count)]
+    seed = torch.randn(f.n, dtype=torch.float64, generator=generator)
+    named = draw(st.none() | st.lists(st.booleans(), min_size=count, max_size=count).filter(any))
+    return f, leaves, used, weights, seed, named
+
+
+def backward_fills_the_leaves_y_was_computed_from(graph) -> bool:
+    """y.backward(v) accumulates vᵀ ∂y/∂a into a.grad for every leaf a that requires
+    grad and that y was computed from (only the named ones with inputs=); the
+    others keep .grad None."""
+    f, values, used, weights, seed, named = graph
+    leaves = [v.clone().requires_grad_() for v in values]
+    y = f(sum(w * a for w, a, u in zip(weights, leaves, used, strict=True) if u))
+    targets = None if named is None else [a for a, n in zip(leaves, named, strict=True) if n]
+    y.backward(seed, inputs=targets)
+    for k, a in enumerate(leaves):
+        filled = used[k] and (named is None or named[k])
+        if not filled:
+            if a.grad is not None:
+                return False
+            continue
+
+        def y_of_leaf(t, k=k):
+            return f(sum(w * (t if j == k else v) for j, (w, v, u)
+                         in enumerate(zip(weights, values, used, strict=True)) if u))
+        expected = seed @ finite_difference_jacobian(y_of_leaf, values[k])
+        if a.grad is None or not torch.allclose(a.grad, expected, atol=1e-5, rtol=1e-5):
+            return False
+    return True
+
+
+def main() -> None:
+    from oracle import check_property
+
+    check_property(ones_seed_gives_the_diagonal_when_J_is_diagonal, maps_at_points(),
+                   claim="J diagonal: the ones seed gives diag(J)")
+    check_property(ones_seed_gives_the_diagonal_exactly_when_columns_cancel, maps_at_points(),
+                   claim="1ᵀJ = diag(J) iff off-diagonal column sums vanish")
+    check_property(one_seed_recovers_every_nonzero_when_columns_hold_one, maps_at_points(),
+                   claim="one non-zero per column: the ones seed and the pattern rebuild J")
+    check_property(ratio_is_the_diagonal_exactly_when_the_rest_vanishes, maps_at_points(),
+                   claim="z.grad / z = diag(J) iff the off-diagonal part of zᵀJ vanishes")
+    check_property(seed_times_z_is_elementwise_exactly_when_J_is_diagonal, maps_at_points(),
+                   claim="zᵀJ = z * diag(J) for every z iff J is diagonal")
+    check_property(elementwise_columns_hold_only_the_diagonal, elementwise_maps_at_points(),
+                   claim="elementwise: each column's only possible non-zero is the diagonal")
+    check_property(backward_fills_the_leaves_y_was_computed_from, leaf_graphs(),
+                   claim="backward fills the leaves y was computed from")
+    print("✓ every seed property holds over its family")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""Where links to headings land, and whether code fits a phone: measured across the
+whole site, at a phone's (375 px) and a desktop's (1280 px) width.
+
+* A link to a heading lands on it: every heading another page links to, opened as
+  a deep link (``page.html#anchor``), and every link on a page to a heading of the
+  same page (the text's own links, and the last entries of "On this page", the
+  longest jumps), clicked, so furo's smooth scroll runs. Each is measured once the page has come to rest (no scrolling, no
+  layout moving for several frames): the heading must sit where the browser aims
+  it, under the header (the target's ``scroll-margin-top``), or, near the end of a
+  page that cannot scroll that far, be on screen.
+* Code a phone can read: at 375 px no code cell or output on the first pages a
+  reader opens scrolls sideways, and at most half of the site's code blocks do.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urldefrag
+
+import pytest
+from built_site import DESKTOP, PHONE, next_frame, site_pages
+
+pytestmark = [pytest.mark.browser, pytest.mark.build]
+
+WIDTHS = {"phone": PHONE, "desktop": DESKTOP}
+CONTENT = [path for path in site_pages()
+           if path not in {"genindex.html", "search.html", "404.html"}]
+
+# A heading's anchor: the id of its section, or of a label's span at the top of
+# the section (Sphinx writes a heading's second id that way).
+HEADING_TARGET = """id => {
+  const target = document.getElementById(id);
+  if (!target) return false;
+  const section = target.matches('section') ? target
+    : target.parentElement && target.parentElement.matches('section')
+      && !target.previousElementSibling?.matches('h1, h2, h3, h4, h5, h6')
+      ? target.parentElement : null;
+  return Boolean(section && section.querySelector(':scope > h1, :scope > h2, :scope > h3, '
+                                                  + ':scope > h4, :scope > h5, :scope > h6'));
+}"""
+
+# The links on the open page: [href, same page?] for each of the text's links,
+# then the last two entries of "On this page" (the longest jumps on the page).
+LINKS = """() => [...document.querySelectorAll('article a[href*="#"]'),
+                 ...[...document.querySelectorAll('.toc-tree a[href*="#"]')].slice(-2)]
+  .map(a => [a.href, a.pathname === location.pathname])"""
+
+# Resolves once nothing has moved for `still` frames in a row (scrolling, images
+# arriving, fonts), or after 5 s: then where the target's heading is.
+LANDING = """async ([id, still]) => {
+  const target = document.getElementById(id);
+  const section = target.matches('section') ? target : target.parentElement;
+  const heading = section.querySelector(':scope > h1, :scope > h2, :scope > h3, '
+                                        + ':scope > h4, :scope > h5, :scope > h6');
+  const frame = () => new Promise(done => requestAnimationFrame(done));
+  let last = null, calm = 0;
+  for (const start = performance.now(); calm < still && performance.now() - start < 5000;) {
+    await frame();
+    const now = `${scrollY} ${target.getBoundingClientRect().top}`;
+    calm = now === last ? calm + 1 : 0;
+    last = now;
+  }
+  const root = document.scrollingElement;
+  const header = document.querySelector('.mobile-header');
+  const headerBottom = header && getComputedStyle(header).display !== 'none'
+    ? header.getBoundingClientRect().bottom : 0;
+  return {
+    top: Math.round(target.getBoundingClientRect().top),
+    aim: parseFloat(getComputedStyle(target).scrollMarginTop) || 0,
+    headingTop: Math.round(heading.getBoundingClientRect().top),
+    headingBottom: Math.round(heading.getBoundingClientRect().bottom),
+    headerBottom: Math.round(headerBottom),
+    atAnEnd: root.scrollTop <= 0 || root.scrollTop >= root.scrollHeight - root.clientHeight - 1,
+    height: innerHeight,
+  };
+}"""
+
+TOLERANCE = 10  # px: the target within this of where the browser aims it
+
+
+def missed(landing: dict) -> str | None:
+    """Why a heading did not land, or None when it did."""
+    on_screen = (landing["headingTop"] >= landing["headerBottom"]
+                 and landing["headingBottom"] <= landing["height"])
+    if abs(landing["top"] - landing["aim"]) <= TOLERANCE and on_screen:
+        return None
+    if landing["atAnEnd"] and on_screen:  # the page cannot scroll any further
+        return None
+    return (f"target at {landing['top']} px, aimed at {landing['aim']:.0f} px "
+            f"(heading {landing['headingTop']}-{landing['headingBottom']} px, "
+            f"header ends at {landing['headerBottom']} px)")
+
+
+def landing(page, url: str, frames: int = 6) -> dict:
+    return page.evaluate(LANDING, [urldefrag(url).fragment, frames])
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_links_to_headings_land_on_them(page, traffic, base_url, width):
+    page.set_viewport_size(WIDTHS[width])
+    tested, misses, elsewhere = 0, [], set()
+    for path in CONTENT:
+        page.goto(path, wait_until="load")
+        links = page.evaluate(LINKS)
+        elsewhere.update(href for href, same in links if not same)
+        for href in dict.fromkeys(href for href, same in links if same):
+            fragment = urldefrag(href).fragment
+            if not page.evaluate(HEADING_TARGET, fragment):
+                continue
+            # As a reader clicks it (a link in a closed drawer too): the
+            # browser's own navigation, with furo's smooth scroll.
+            page.evaluate("href => [...document.querySelectorAll('a')]"
+                          ".find(a => a.href === href).click()", href)
+            tested += 1
+            if why := missed(landing(page, href)):
+                misses.append(f"{path}: click #{fragment}: {why}")
+    for href in sorted(elsewhere):
+        if not href.startswith(base_url):
+            continue
+        page.goto(href, wait_until="load")
+        fragment = urldefrag(href).fragment
+        if not page.evaluate(HEADING_TARGET, fragment):
+            continue
+        tested += 1
+        if why := missed(landing(page, href)):
+            misses.append(f"{href[len(base_url):]} opened as a deep link: {why}")
+    print(f"{width}: {tested} links to headings followed, {len(misses)} missed")
+    assert tested > 50, f"only {tested} links to headings found: is the site built?"
+    assert not misses, (f"at {WIDTHS[width]['width']} px, {len(misses)} of {tested} links "
+                        "to a heading did not land on it:\n  " + "\n  ".join(misses))
+    assert not traffic.console_errors
+
+
+# The pages a newcomer reads first: the landing page and the two tutorials.
+FIRST_PAGES = ["index.html", "tutorial/why-backward-z-gives-z.html",
+               "tutorial/compute-your-first-jacobian.html"]
+
+# Every code block and output of the open page (the answers behind toggles
+# opened), as [is an output?, scrolls sideways?, its first line].
+CODE_BLOCKS = """() => {
+  document.querySelectorAll('article details').forEach(d => { d.open = true; });
+  return [...document.querySelectorAll('article div.highlight pre, article .cell_output pre')]
+    .filter(pre => pre.getClientRects().length)
+    .map(pre => [Boolean(pre.closest('.cell_output, .output')),
+                 pre.scrollWidth > pre.clientWidth + 1,
+                 pre.textContent.trim().split('\\n')[0].slice(0, 60)]);
+}"""
+
+
+def test_code_fits_a_phone(page, traffic):
+    page.set_viewport_size(PHONE)
+    blocks = {"code": [0, 0], "outputs": [0, 0]}
+    on_first_pages = []
+    for path in CONTENT:
+        page.goto(path, wait_until="load")
+        next_frame(page)
+        for is_output, scrolls, first_line in page.evaluate(CODE_BLOCKS):
+            kind = "outputs" if is_output else "code"
+            blocks[kind][0] += scrolls
+            blocks[kind][1] += 1
+            if scrolls and path in FIRST_PAGES:
+                on_first_pages.append(f"{path}: {kind[:-1] if is_output else kind} "
+                                      f"{first_line!r}")
+    shares = {kind: scrolling / max(total, 1) for kind, (scrolling, total) in blocks.items()}
+    print(", ".join(f"{kind}: {scrolling} of {total} scroll sideways at {PHONE['width']} px"
+                    for kind, (scrolling, total) in blocks.items()))
+    assert blocks["code"][1] > 100, f"only {blocks['code'][1]} code blocks: is the site built?"
+    assert not on_first_pages, (
+        f"at {PHONE['width']} px these scroll sideways on the first pages a reader opens "
+        "(shorten the lines to 44 columns):\n  " + "\n  ".join(on_first_pages))
+    too_many = {kind: f"{share:.0%}" for kind, share in shares.items() if share > 0.5}
+    assert not too_many, (f"at {PHONE['width']} px more than half of the site's blocks "
+                          f"scroll sideways: {too_many}")
+    assert not traffic.console_errors

@@ -1,0 +1,108 @@
+"""The checked sentences a page shows its readers (autograd_docs/html/checked_claims.py):
+which element each one is marked on, and the data the reveal reads.
+
+The small site's test page has one quoting check; the browser tests
+(tests/browser/test_browser_checked_claims.py) drive the reveal on the real site.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+
+import pytest
+import torch
+
+from autograd_docs.execution.claims import read_claims_file
+from autograd_docs.html.checked_claims import ANY, DATA_ID, MATH, sentence_pattern
+
+from site_copy import small_page
+
+QUOTE = "comes back for the identity"
+
+
+class _Page(HTMLParser):
+    """The elements with an id, each with its classes and text; the claims' JSON."""
+
+    def __init__(self):
+        super().__init__()
+        self.elements: dict[str, dict] = {}
+        self.data: dict | None = None
+        self._open: list[dict] = []
+        self._in_data = False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self._in_data = tag == "script" and attrs.get("id") == DATA_ID
+        if tag == "p":
+            self._open.append({"id": attrs.get("id"), "classes": (attrs.get("class") or "").split(),
+                               "text": ""})
+
+    def handle_endtag(self, tag):
+        if tag == "p" and self._open:
+            element = self._open.pop()
+            if element["id"]:
+                self.elements[element["id"]] = element
+
+    def handle_data(self, data):
+        if self._in_data:
+            self.data = json.loads(data)
+            self._in_data = False
+        for element in self._open:
+            element["text"] += data
+
+
+@pytest.mark.build
+def test_the_sentence_a_check_quotes_is_marked_with_what_proved_it(built_copy):
+    html = (built_copy / "_build" / "html" / "test-page.html").read_text(encoding="utf8")
+    page = _Page()
+    page.feed(html)
+    assert page.data is not None, "test-page.html has no checked-claims data"
+    [claim] = page.data["claims"]
+    element = page.elements.get(claim["target"])
+    assert element is not None, f"no paragraph has the id {claim['target']!r}"
+    assert "checked-claim" in element["classes"]
+    assert QUOTE in " ".join(element["text"].split()), (
+        f"the claim is marked on a paragraph that does not say it: {element['text']!r}")
+
+    source = small_page("test-page").splitlines()
+    check_line = next(number for number, line in enumerate(source, 1)
+                      if f'quote="{QUOTE}"' in line)
+    assert (claim["check"], claim["check_line"], claim["torch"]) == (
+        "check_close", check_line, torch.__version__)
+    assert page.data["source"] == {"href": "_sources/test-page.md.txt", "name": "test-page.md"}
+    recorded = read_claims_file(built_copy / "_build" / "doctrees")["test-page"]
+    assert [c["check_line"] for c in recorded] == [check_line]
+    # The sentence is found in the text the browser shows (roles rendered, no markup).
+    assert re.search(claim["pattern"], element["text"]), (claim["pattern"], element["text"])
+    # The toggle is in the HTML from the start, with the script and stylesheet.
+    assert 'class="view-this-page checked-claims-toggle"' in html
+    assert "_static/claims.js" in html and "_static/claims.css" in html
+
+
+@pytest.mark.build
+def test_a_page_without_claims_gets_no_toggle(built_copy):
+    # The copy's landing page: a title and a toctree, nothing to check.
+    assert not read_claims_file(built_copy / "_build" / "doctrees").get("index")
+    html = (built_copy / "_build" / "html" / "index.html").read_text(encoding="utf8")
+    assert "checked-claims" not in html and "claims.js" not in html
+
+
+@pytest.mark.parametrize("quote, shown", [
+    ("The {term}`seed` of {py:meth}`torch.Tensor.backward` comes back",
+     "The seed of torch.Tensor.backward() comes back"),
+    ("for $y = z$ the {term}`Jacobian <jacobian>` $J$ is the identity",
+     f"for {MATH} the Jacobian {MATH} is the identity"),
+    ("`z.grad` then holds\nevery $dy_i/dz_i$", f"z.grad then holds every {MATH}"),
+    ("a new tensor sharing `t`'s storage, *no* graph", "a new tensor sharing t’s storage, no graph"),
+    ("2 * 3 is six -- and requires_grad stays", "2 * 3 is six – and requires_grad stays"),
+    ("[PyTorch's docs](https://pytorch.org) say so", "PyTorch’s docs say so"),
+])
+def test_a_quote_becomes_a_pattern_for_the_text_the_page_shows(quote, shown):
+    assert re.fullmatch(sentence_pattern(quote), shown), sentence_pattern(quote)
+
+
+def test_text_the_build_cannot_know_matches_anything_inside_never_at_the_ends():
+    pattern = sentence_pattern("{{ torch_version }} ran it, see {ref}`seed` for why {{ x }}")
+    assert pattern.startswith("ran") and pattern.endswith("why") and ANY in pattern
