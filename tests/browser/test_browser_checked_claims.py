@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from built_site import DESKTOP, PHONE, ROOT, SITE, inject_axe, lay_out_every_section, next_frame
+from built_site import DESKTOP, PHONE, ROOT, SITE, inject_axe, next_frame
 from playwright.sync_api import expect
 from test_browser_pages import accessibility_problems, phone_problems
 
@@ -109,7 +109,6 @@ def test_every_checked_sentence_is_highlighted_as_the_sentence(page, traffic, pa
     """The build marked the right element, and its pattern finds the sentence there."""
     claims = CLAIMED[path]
     open_page(page, path, DESKTOP)
-    lay_out_every_section(page)
     before = page.evaluate(POSITIONS)
     toggle = page.locator(TOGGLE)
     expect(toggle).to_have_accessible_name(f"Show checked claims: {len(claims)}")
@@ -138,7 +137,6 @@ def test_the_reveal_shows_what_proved_each_sentence(page, traffic, path, width, 
     expect(page.locator(TOGGLE)).to_be_visible()
     reveal(page)
     problems += detail_problems(page, claims)
-    lay_out_every_section(page)
     inject_axe(page)
     # With every detail open: nothing runs off a phone, nothing fails axe.
     problems += accessibility_problems(page, "article, .content-icon-container")
@@ -163,7 +161,6 @@ def test_the_script_arriving_moves_nothing(context, traffic, width):
         open_page(page, path, VIEWPORTS[width])
         expect(page.get_by_role("status")).to_have_count(int(script))
         shifts = page.evaluate(LAYOUT_SHIFTS)
-        lay_out_every_section(page)  # else where far sections sit is an estimate
         seen.append((page.evaluate(POSITIONS), shifts))
     (positions, shifts), (positions_with, shifts_with) = seen
     moved = [(before, after) for before, after in zip(positions, positions_with)
