@@ -10,3 +10,7 @@ property checks, ``examples`` and ``families``.
 """
 
 MIMETYPE = "application/vnd.autograd-docs.claim+json"
+
+# Set in every page kernel the build starts (kernels/environment.py): a check
+# publishes records only there, never in a reader's Jupyter or a script.
+PUBLISHED_WHEN = "AUTOGRAD_DOCS_CLAIM_RECORDS"

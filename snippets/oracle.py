@@ -17,6 +17,7 @@ members (``families.py`` holds the families).
 
 from __future__ import annotations
 
+import os
 import sys
 import zlib
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from collections.abc import Callable
 import torch
 
 from autograd_docs.claim_record import MIMETYPE as CLAIM_MIMETYPE
+from autograd_docs.claim_record import PUBLISHED_WHEN
 
 # A quote names a sentence or a clause: a word or two would match by accident.
 MIN_QUOTE_WORDS = 4
@@ -210,8 +212,8 @@ def _proved(check: str, claim: str, quote: str | None, show: bool, **details) ->
     from IPython import get_ipython
     from IPython.display import display
 
-    if get_ipython() is None:
-        return  # a script, not a page: no build to read the record
+    if get_ipython() is None or not os.environ.get(PUBLISHED_WHEN):
+        return  # a script, or a reader's notebook: no build to read the record
     cell = sys._getframe(1)
     while cell.f_back is not None and cell.f_code.co_name != "<module>":
         cell = cell.f_back  # a cell runs as module code; its line is the check's

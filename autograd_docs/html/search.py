@@ -199,7 +199,8 @@ def search_data(app: Sphinx) -> dict:
         sections = page_sections(app.env.get_doctree(docname))
         if not sections:
             continue
-        for name in apis.get(docname, []):
+        # Sorted: the domain's objects come in the order parallel readers merged them.
+        for name in sorted(apis.get(docname, [])):
             sections[0].entries.append((name, "", False))
         title = app.env.titles[docname].astext()
         pages.append({

@@ -13,6 +13,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from autograd_docs.claim_record import PUBLISHED_WHEN
+
 MATPLOTLIBRC = Path(__file__).with_name("matplotlibrc")
 
 
@@ -35,4 +37,5 @@ def kernel_environment(repository: Path) -> dict[str, str]:
         "PYTHONHASHSEED": "0",
         "MATPLOTLIBRC": str(MATPLOTLIBRC),
         "SOURCE_DATE_EPOCH": source_date_epoch(repository),
+        PUBLISHED_WHEN: "1",  # quoting checks publish their records for the build
     }
