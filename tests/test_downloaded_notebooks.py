@@ -44,7 +44,11 @@ def shown(cell) -> list:
     for output in cell.get("outputs", []):
         kind = output["output_type"]
         if kind == "stream":
-            found.append((kind, output["name"], output["text"]))
+            # Prints in a row are one block, on the page (nb_merge_streams) as in Jupyter.
+            if found and found[-1][:2] == (kind, output["name"]):
+                found[-1] = (kind, output["name"], found[-1][2] + output["text"])
+            else:
+                found.append((kind, output["name"], output["text"]))
         elif kind == "error":
             found.append((kind, output["ename"], output["evalue"]))
         else:
