@@ -69,8 +69,9 @@ class _Section:
 
 
 def _walk(node: nodes.Node, section: _Section, sections: list[_Section]) -> None:
-    if isinstance(node, SKIPPED):
-        return
+    if isinstance(node, SKIPPED) or (isinstance(node, nodes.Element)
+                                     and "tag_measured" in node["classes"]):
+        return  # a measured cell prints this machine's timings: nothing to search
     if isinstance(node, nodes.section):
         inner = _Section(node["ids"][0] if node["ids"] else "", node[0].astext())
         sections.append(inner)
