@@ -162,6 +162,10 @@ def walk_graph(root, names: dict[int, str] | None = None):
     names = names or {}
     nodes: dict[int, str] = {}
     edges: list[tuple[int, int]] = []
+    # torch makes a new Python object for a node whenever the last one died,
+    # and a dead object's id can be reused: hold every node seen, so that an
+    # id names one node for the whole walk.
+    held = [root]
     pending = [root]
     while pending:
         node = pending.pop(0)
@@ -174,6 +178,7 @@ def walk_graph(root, names: dict[int, str] | None = None):
         nodes[id(node)] = label
         for child, _ in node.next_functions:
             if child is not None:
+                held.append(child)
                 edges.append((id(node), id(child)))
                 pending.append(child)
     return nodes, edges

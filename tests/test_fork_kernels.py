@@ -29,7 +29,7 @@ from jupyter_client.manager import KernelManager
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
 from autograd_docs import kernels as fork_kernels
-from autograd_docs.kernels import page_client
+from autograd_docs.kernels import page_client, page_runner
 from autograd_docs.kernels.environment import kernel_environment
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -601,3 +601,16 @@ def test_the_kernel_protocol_switch_runs_forked_kernels(tmp_path):
     log, pages = build_site(tmp_path, **{fork_kernels.PROTOCOL_SWITCH: "1"})
     assert "fork server off" not in log
     assert all("page_kernel.py" in page for page in pages)
+
+
+def test_a_message_read_late_is_filed_under_the_cell_whose_request_it_answers():
+    # Under load the IOPub pump lags behind the cells: a message of cell 0 read
+    # while cell 1 runs was once filed under cell 1, and showed on its page.
+    requests = page_runner._Requests()
+    requests.start(0)
+    requests.ran("request-0")
+    requests.start(1)
+    assert requests.cell_of({"parent_header": {"msg_id": "request-0"}}) == 0
+    assert requests.cell_of({"parent_header": {"msg_id": "request-1"}}) == 1, \
+        "a request that has not returned is the running cell's"
+    assert requests.cell_of({"parent_header": {}}) == 1

@@ -11,9 +11,9 @@ ipykernel's ``OutStream``, capturing what C code writes to the file descriptors
 too, as a kernel does.
 
 The request lists the cells nbclient will ask for (``page_client.cells_to_run``
-makes the list with nbclient's own rules). They run in order; after each, this
-waits for the cell's "idle" status, so that every message is tagged with the
-cell it belongs to, then writes the reply. A cell that fails with
+makes the list with nbclient's own rules). They run in order; every IOPub message is
+tagged with the cell whose request it answers (its parent header), and after
+each cell this waits for its "idle" status, then writes the reply. A cell that fails with
 ``stop_on_error`` ends the page, as it ends a kernel's queue. Each message is
 one JSON line on RESULTS_FD: ``{"cell": k, "channel": "iopub"|"shell", "msg": …}``
 (``cell`` is ``-1`` for the kernel-info reply), and last a ``done`` line. Then
@@ -31,7 +31,7 @@ import sys
 import threading
 import types
 
-IDLE_WAIT = 30  # seconds; the "idle" of a cell that has returned is never this late
+IDLE_WAIT = 300  # seconds; an "idle" this late means the IOPub thread is stuck: say so
 KERNEL_INFO = -1
 DONE = -2  # the last line: every message was sent (a page that ends otherwise died)
 
@@ -88,16 +88,53 @@ class _Sender:
             self._results.sendall(line)
 
 
-def _forward_iopub(client, sender: _Sender, state: dict, idle: threading.Event) -> None:
-    """The IOPub pump: forward each message, tagged with the running cell.
+class _Requests:
+    """Which cell each request ran, and which requests have gone idle.
 
-    Requests run one at a time and each waits for its "idle", so the next
-    "idle" that arrives is always the running request's."""
+    A message is tagged with the cell of the request it answers (its parent
+    header's ``msg_id``), not with the cell running when the pump reads it:
+    under load the pump lags, and a message read late was once filed under
+    the next cell (a page showed another cell's prints). Requests run one at
+    a time, so a message whose request has not returned yet (the in-process
+    client gives a request's id when it is done) is the running cell's."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._cells: dict[str, int] = {}
+        self._idle: set[str] = set()
+        self._running = KERNEL_INFO
+
+    def start(self, cell: int) -> None:
+        with self._changed:
+            self._running = cell
+
+    def ran(self, msg_id: str) -> None:
+        with self._changed:
+            self._cells[msg_id] = self._running
+
+    def cell_of(self, msg: dict) -> int:
+        with self._changed:
+            return self._cells.get(msg["parent_header"].get("msg_id"), self._running)
+
+    def went_idle(self, msg: dict) -> None:
+        with self._changed:
+            self._idle.add(msg["parent_header"].get("msg_id"))
+            self._changed.notify_all()
+
+    def wait_idle(self, msg_id: str) -> None:
+        with self._changed:
+            if not self._changed.wait_for(lambda: msg_id in self._idle, IDLE_WAIT):
+                raise RuntimeError(f"page runner: no 'idle' for request {msg_id!r} "
+                                   f"{IDLE_WAIT} s after it returned")
+
+
+def _forward_iopub(client, sender: _Sender, requests: _Requests) -> None:
+    """The IOPub pump: forward each message, tagged with its request's cell."""
     while True:
         msg = client.get_iopub_msg(block=True)
-        sender.send(state["cell"], "iopub", msg)
+        sender.send(requests.cell_of(msg), "iopub", msg)
         if msg["msg_type"] == "status" and msg["content"].get("execution_state") == "idle":
-            idle.set()
+            requests.went_idle(msg)
 
 
 def run(results: socket.socket, cells: list[dict]) -> None:
@@ -105,23 +142,22 @@ def run(results: socket.socket, cells: list[dict]) -> None:
     _as_a_kernel_app_would()
     kernel, client = _kernel()
     sender = _Sender(results)
-    state = {"cell": KERNEL_INFO}
-    idle = threading.Event()
+    requests = _Requests()
 
-    def request(send, *args, **kwargs) -> dict:
+    def request(cell: int, send, *args, **kwargs) -> dict:
         """Make one request (the in-process client runs it before returning),
-        wait for its "idle", return its reply."""
-        idle.clear()
-        send(*args, **kwargs)
-        idle.wait(IDLE_WAIT)
+        wait until its messages are forwarded, return its reply."""
+        requests.start(cell)
+        msg_id = send(*args, **kwargs)
+        requests.ran(msg_id)
+        requests.wait_idle(msg_id)
         return client.get_shell_msg(block=True)
 
-    threading.Thread(target=_forward_iopub, args=(client, sender, state, idle),
+    threading.Thread(target=_forward_iopub, args=(client, sender, requests),
                      daemon=True, name="iopub-pump").start()
-    sender.send(KERNEL_INFO, "shell", request(client.kernel_info))
+    sender.send(KERNEL_INFO, "shell", request(KERNEL_INFO, client.kernel_info))
     for index, cell in enumerate(cells):
-        state["cell"] = index
-        reply = request(client.execute, cell["source"], store_history=True,
+        reply = request(index, client.execute, cell["source"], store_history=True,
                         allow_stdin=False)
         sender.send(index, "shell", reply)
         if reply["content"]["status"] == "error" and cell["stop_on_error"]:
