@@ -226,23 +226,31 @@ def backward_fills_the_leaves_y_was_computed_from(graph) -> bool:
     return True
 
 
+# Each property, its family and what it claims: the pages quote their own
+# sentences; running this file checks them all at once.
+PROPERTIES = [
+    (ones_seed_gives_the_diagonal_when_J_is_diagonal, maps_at_points,
+     "J diagonal: the ones seed gives diag(J)"),
+    (ones_seed_gives_the_diagonal_exactly_when_columns_cancel, maps_at_points,
+     "1ᵀJ = diag(J) iff off-diagonal column sums vanish"),
+    (one_seed_recovers_every_nonzero_when_columns_hold_one, maps_at_points,
+     "one non-zero per column: the ones seed and the pattern rebuild J"),
+    (ratio_is_the_diagonal_exactly_when_the_rest_vanishes, maps_at_points,
+     "z.grad / z = diag(J) iff the off-diagonal part of zᵀJ vanishes"),
+    (seed_times_z_is_elementwise_exactly_when_J_is_diagonal, maps_at_points,
+     "zᵀJ = z * diag(J) for every z iff J is diagonal"),
+    (elementwise_columns_hold_only_the_diagonal, elementwise_maps_at_points,
+     "elementwise: each column's only possible non-zero is the diagonal"),
+    (backward_fills_the_leaves_y_was_computed_from, leaf_graphs,
+     "backward fills the leaves y was computed from"),
+]
+
+
 def main() -> None:
     from oracle import check_property
 
-    check_property(ones_seed_gives_the_diagonal_when_J_is_diagonal, maps_at_points(),
-                   claim="J diagonal: the ones seed gives diag(J)")
-    check_property(ones_seed_gives_the_diagonal_exactly_when_columns_cancel, maps_at_points(),
-                   claim="1ᵀJ = diag(J) iff off-diagonal column sums vanish")
-    check_property(one_seed_recovers_every_nonzero_when_columns_hold_one, maps_at_points(),
-                   claim="one non-zero per column: the ones seed and the pattern rebuild J")
-    check_property(ratio_is_the_diagonal_exactly_when_the_rest_vanishes, maps_at_points(),
-                   claim="z.grad / z = diag(J) iff the off-diagonal part of zᵀJ vanishes")
-    check_property(seed_times_z_is_elementwise_exactly_when_J_is_diagonal, maps_at_points(),
-                   claim="zᵀJ = z * diag(J) for every z iff J is diagonal")
-    check_property(elementwise_columns_hold_only_the_diagonal, elementwise_maps_at_points(),
-                   claim="elementwise: each column's only possible non-zero is the diagonal")
-    check_property(backward_fills_the_leaves_y_was_computed_from, leaf_graphs(),
-                   claim="backward fills the leaves y was computed from")
+    for holds, family, claim in PROPERTIES:
+        check_property(holds, family(), claim=claim)
     print("✓ every seed property holds over its family")
 
 
