@@ -207,6 +207,9 @@ def search_data(app: Sphinx) -> dict:
         pages.append({
             "doc": docname,
             "title": title,
+            # A page that routes readers to others (front matter ``search: hub``)
+            # ranks below the page it routes to when both match.
+            "hub": int(app.env.metadata[docname].get("search") == "hub"),
             "t": _ids(words(title), vocabulary),
             "an": [_ids(words(text), vocabulary) for text in anchors.get(docname, [])],
             "s": [{

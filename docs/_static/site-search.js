@@ -20,6 +20,7 @@ var SiteSearch = (function () {
     b: { index: 0.5, glossary: 0.5, heading: 0.5, anchor: 0.5, prose: 0.75, code: 0.75 },
     synonym: 0.8,                  // a synonym counts a little less than the word typed
     phrase: 0.5,                   // a heading holding the query's words in a row
+    hub: 0.6,                      // a page that routes to others (section indexes, the questions page)
   };
   var FIELDS = tuning.fields, B = tuning.b;
   var data = null, stemmer = null;
@@ -63,7 +64,7 @@ var SiteSearch = (function () {
         return section;
       });
       add(fields.title, page.t);
-      return { doc: page.doc, title: page.title, titleIds: page.t, anchors: page.an,
+      return { doc: page.doc, title: page.title, titleIds: page.t, anchors: page.an, hub: page.hub,
                sections: sections, fields: fields,
                length: lengths(fields) };
     });
@@ -182,7 +183,8 @@ var SiteSearch = (function () {
       s.entries.forEach(function (e) { sequences.push(e[0]); });
     });
     var coverage = matched / known;
-    return sum * coverage * coverage * (1 + tuning.phrase * phraseBonus(sequences, slots, 1));
+    return (page.hub ? tuning.hub : 1) * sum * coverage * coverage *
+      (1 + tuning.phrase * phraseBonus(sequences, slots, 1));
   }
   function bestSection(page, slots) {
     var best = null, bestScore = 0;

@@ -21,9 +21,11 @@ from playwright.sync_api import expect
 pytestmark = [pytest.mark.browser, pytest.mark.build]
 
 QUERIES = json.loads((Path(__file__).with_name("search_queries.json")).read_text("utf8"))
-# Of the queries, with an answering page first: 72 of 87 today (issue 23 aims
-# at 0.9 of the 72; the rewritten pages and the new PINN guide took it down
-# from 78, the figure before them); every one has an answering page in the top 3.
+# Of the queries, with an answering page first: 75 of 87 today, 60 of the
+# survey's 72 (issue 23 aims at 0.9 of the 72; the rewritten pages and the new
+# PINN guide took it down from 78 of 87, the figure before them; pages that
+# route to others, "search: hub", then ranked below them: 72 -> 75); every one
+# has an answering page in the top 3.
 FIRST_AT_LEAST = 0.82
 
 
