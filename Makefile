@@ -31,8 +31,9 @@ html: $(INSTALLED) $(NODE_MODULES) ## Build the site into _build/html, executing
 
 test: lint html doctest pytest ## Everything CI checks: lint, strict build, doctests, pytest (browser too)
 
-lint: $(INSTALLED) ## Check the Python (engine, tests, snippets) with ruff
+lint: $(INSTALLED) ## Check the Python with ruff and the workflows with zizmor (offline)
 	$(PYTHON) -m ruff check .
+	$(VENV)/bin/zizmor --offline --quiet .github/workflows/
 
 doctest: $(INSTALLED) ## Run the {doctest} blocks on every page
 	$(SPHINXBUILD) -b doctest -d $(BUILDDIR)/doctrees-doctest docs $(BUILDDIR)/doctest
