@@ -226,6 +226,75 @@ def backward_fills_the_leaves_y_was_computed_from(graph) -> bool:
     return True
 
 
+LEAF_USES = ("differentiable", "unused", "detach", "argmax", "compare")
+
+
+@named("graphs whose leaves feed y through differentiable operations, not at all, or only "
+       "through .detach(), an argmax index or a comparison; .grad empty or already filled; "
+       "with and without inputs=")
+@st.composite
+def leaf_graphs_with_cut_paths(draw):
+    """Two to four leaves that require grad, each feeding y one way (``LEAF_USES``),
+    at least one through differentiable operations; a seed shaped like y; leaves
+    whose .grad may already hold ones; and possibly ``inputs=`` naming some leaves."""
+    f = draw(vector_maps(n=st.integers(2, 4)))
+    count = draw(st.integers(2, 4))
+    uses = draw(st.lists(st.sampled_from(LEAF_USES), min_size=count, max_size=count)
+                .filter(lambda u: "differentiable" in u))
+    weights = draw(st.lists(st.sampled_from([-2.0, -1.0, 0.5, 1.0, 3.0]),
+                            min_size=count, max_size=count))
+    generator = torch.Generator().manual_seed(draw(SEEDS))
+    leaves = [torch.randn(f.n, dtype=torch.float64, generator=generator) for _ in range(count)]
+    seed = torch.randn(f.n, dtype=torch.float64, generator=generator)
+    named = draw(st.none() | st.lists(st.booleans(), min_size=count, max_size=count).filter(any))
+    prefilled = draw(st.booleans())
+    return f, leaves, uses, weights, seed, named, prefilled
+
+
+def y_from_leaves(f: Map, leaves, uses, weights) -> torch.Tensor:
+    """y = f(sum of w_k a_k over the differentiable leaves, plus w_k a_k.detach()),
+    times (1 + argmax a_k) and the mask (a_k > 0) of the argmax and comparison leaves."""
+    total = sum(w * (a if u == "differentiable" else a.detach())
+                for w, a, u in zip(weights, leaves, uses, strict=True)
+                if u in ("differentiable", "detach"))
+    y = f(total)
+    for a, u in zip(leaves, uses, strict=True):
+        if u == "argmax":
+            y = y * (1 + a.argmax())
+        elif u == "compare":
+            y = y * (a > 0)
+    return y
+
+
+def backward_accumulates_into_the_leaves_y_depends_on_differentiably(graph) -> bool:
+    """y.backward(v) adds vᵀ ∂y/∂a to a.grad for every leaf a that requires grad and
+    that y was computed from through differentiable operations (only the named ones
+    with inputs=); a leaf reached only through .detach(), argmax or a comparison, or
+    not at all, keeps its .grad (None, or what it held)."""
+    f, values, uses, weights, seed, named, prefilled = graph
+    leaves = [v.clone().requires_grad_() for v in values]
+    if prefilled:
+        for a in leaves:
+            a.grad = torch.ones_like(a)
+    before = 1.0 if prefilled else 0.0
+    targets = None if named is None else [a for a, n in zip(leaves, named, strict=True) if n]
+    y_from_leaves(f, leaves, uses, weights).backward(seed, inputs=targets)
+    for k, a in enumerate(leaves):
+        filled = uses[k] == "differentiable" and (named is None or named[k])
+        if not filled:
+            if (a.grad is not None) if not prefilled else not torch.equal(a.grad, torch.ones_like(a)):
+                return False
+            continue
+
+        def y_of_leaf(t, k=k):
+            return y_from_leaves(f, [t if j == k else v for j, v in enumerate(values)],
+                                 uses, weights)
+        expected = before + seed @ finite_difference_jacobian(y_of_leaf, values[k])
+        if a.grad is None or not torch.allclose(a.grad, expected, atol=1e-5, rtol=1e-5):
+            return False
+    return True
+
+
 # Each property, its family and what it claims: the pages quote their own
 # sentences; running this file checks them all at once.
 PROPERTIES = [
@@ -243,6 +312,9 @@ PROPERTIES = [
      "elementwise: each column's only possible non-zero is the diagonal"),
     (backward_fills_the_leaves_y_was_computed_from, leaf_graphs,
      "backward fills the leaves y was computed from"),
+    (backward_accumulates_into_the_leaves_y_depends_on_differentiably,
+     leaf_graphs_with_cut_paths,
+     "backward accumulates into the leaves y depends on differentiably"),
 ]
 
 
