@@ -300,3 +300,33 @@ def test_a_downloaded_script_runs_alone(script, tmp_path, reader_environment):
                          text=True, timeout=300, env={**os.environ,
                          "MPLBACKEND": "Agg"})
     assert ran.returncode == 0, f"{script.relative_to(SITE)} failed:\n{ran.stderr[-3000:]}"
+    # What the page prints (and the errors it shows) the script prints, in order;
+    # a traceback's line numbers count the script's lines, not the cell's.
+    position, stdout = 0, LINE_NUMBER.sub("line N", ran.stdout)
+    for expected in printed(nbformat.read(script.with_suffix(".ipynb"), as_version=4)):
+        expected = LINE_NUMBER.sub("line N", expected)
+        found = stdout.find(expected, position)
+        assert found >= 0, (f"{script.relative_to(SITE)} does not print, after what it "
+                            f"printed before, what the page shows:\n{expected[:500]}")
+        position = found + len(expected)
+
+
+LINE_NUMBER = re.compile(r"\bline \d+")
+XMODE = re.compile(r"^Exception reporting mode: \w+\n", re.MULTILINE)
+
+
+def printed(notebook) -> list[str]:
+    """The text a notebook's cells print to stdout and the errors they show, in order
+    (cells tagged ``measured`` time the machine and are left out, and so is what
+    IPython's ``%xmode`` prints: a script runs no magics)."""
+    texts = []
+    for cell in notebook.cells:
+        if cell.cell_type != "code" or MEASURED in cell.metadata.get("tags", []):
+            continue
+        for kind, *rest in shown(cell):
+            if kind == "stream" and rest[0] == "stdout":
+                text = XMODE.sub("", rest[1])
+                texts += [text] if text else []
+            elif kind == "error":
+                texts.append(f"{rest[0]}: {rest[1]}")
+    return texts
