@@ -37,7 +37,7 @@ def executed(html: Path) -> set[str]:
 
 @pytest.mark.build
 def test_every_executed_page_opens_in_colab_when_the_repository_is_known(warm_copy):
-    result = build(warm_copy, builddir=warm_copy / "_build-github",
+    result = build(warm_copy, builddir=warm_copy / "_build-github", jobs=2,
                    env={**UNSET, "GITHUB_REPOSITORY": "owner/name", "GITHUB_REF_NAME": "main"})
     assert result.returncode == 0, result.log
     html = warm_copy / "_build-github" / "html"
