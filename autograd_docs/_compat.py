@@ -375,3 +375,31 @@ def execution_seconds(env, docname: str) -> float | None:
         return None
     runtime = (data or {}).get("runtime")
     return float(runtime) if isinstance(runtime, int | float) else None
+
+
+# -- Sphinx 9.0.4: intersphinx's loaded inventory; myst-parser 5.2.0: its config ----
+
+def intersphinx_urls(env) -> dict[str, str]:
+    """``"py:function torch.x"`` -> the URL intersphinx links that name to.
+
+    ``env.intersphinx_inventory`` is what ``InventoryAdapter`` fills (private);
+    its items are ``_InventoryItem`` (``.uri``) in Sphinx 9, tuples before.
+    """
+    urls = {}
+    for kind, items in getattr(env, "intersphinx_inventory", {}).items():
+        for name, item in items.items():
+            urls[f"{kind} {name}"] = getattr(item, "uri", None) or item[2]
+    return urls
+
+
+def myst_config(app: Sphinx):
+    """The ``MdParserConfig`` myst-parser parses the pages with (``env.myst_config``,
+    set by its builder-inited handler), or one made from ``conf.py``'s values."""
+    from myst_parser.config.main import MdParserConfig
+
+    config = getattr(app.env, "myst_config", None)
+    if isinstance(config, MdParserConfig):
+        return config
+    return MdParserConfig(**{
+        name: app.config[f"myst_{name}"] for name, _, field in MdParserConfig().as_triple()
+        if "sphinx" not in field.metadata.get("omit", [])})

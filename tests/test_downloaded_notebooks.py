@@ -7,11 +7,21 @@ executed top to bottom there, in the standard ``python3`` kernel (not the build'
 page kernel), with ``PYTHONPATH`` cleared. Every cell must print what the page
 shows: the same text, the same error, the same figure bytes (cells tagged
 ``measured`` time the machine, so only they may print other numbers).
+
+Jupyter and Colab render plain Markdown: no notebook's Markdown may keep a
+MyST-only construct (``myst_only`` finds roles, directive fences, ``(label)=``
+lines, ``%`` comments and ``{{ substitutions }}``), and each starts with the
+cells that say which torch made its outputs. Each page's ``.py`` download runs
+with ``python`` in an empty folder too.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -19,11 +29,13 @@ import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 
-from autograd_docs.html.notebooks import reader_notebook
+from autograd_docs.html import plain_markdown as plain
+from autograd_docs.html.notebooks import PROVENANCE, Provenance, reader_notebook, reader_script
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "_build" / "html"
 DOWNLOADS = sorted(SITE.rglob("*.ipynb"))
+SCRIPTS = [path.with_suffix(".py") for path in DOWNLOADS]
 
 
 # What only the build gives a kernel: the snippets on the path, the page kernel's
@@ -121,3 +133,200 @@ def written_snippets(notebook) -> list[str]:
     """The modules the notebook's own first cells write with ``%%writefile``."""
     return [cell.source.split()[1].removesuffix(".py") for cell in notebook.cells
             if cell.cell_type == "code" and cell.source.startswith("%%writefile ")]
+
+
+# -- Plain Markdown ------------------------------------------------------------------
+
+FENCE = re.compile(r"^\s*(?P<fence>`{3,}|~{3,}|:{3,})(?P<info>.*)$")
+ROLE = re.compile(r"\{[A-Za-z][\w:+.-]*\}(`+)")
+TICKS = re.compile(r"`+")
+LABEL = re.compile(r"^\s*\([^()\s]+\)=\s*$")
+COMMENT = re.compile(r"^\s*%")
+SUBSTITUTION = re.compile(r"\{\{[^{}]+\}\}")
+
+
+def myst_only(markdown: str) -> list[str]:
+    """The MyST-only constructs in ``markdown``, as ``line N: kind: text``.
+
+    A directive fence (```{name} or :::{name}), a ``(label)=`` line, a ``%``
+    comment line, a role ``{name}`...``` or a ``{{ substitution }}`` outside
+    code; what a plain fence or a code span holds is code, and left alone.
+    """
+    found, fence = [], None
+    for number, line in enumerate(markdown.splitlines(), 1):
+        match = FENCE.match(line)
+        if fence:
+            if match and match["fence"][0] == fence[0] and len(match["fence"]) >= len(fence) \
+                    and not match["info"].strip():
+                fence = None
+            continue
+        if match:
+            fence = match["fence"]
+            if match["info"].strip().startswith("{"):
+                found.append(f"line {number}: directive: {line.strip()}")
+            elif fence[0] == ":":
+                found.append(f"line {number}: colon fence: {line.strip()}")
+            continue
+        if LABEL.match(line):
+            found.append(f"line {number}: label: {line.strip()}")
+        elif COMMENT.match(line):
+            found.append(f"line {number}: comment: {line.strip()}")
+        else:
+            found += [f"line {number}: {kind}: {text}" for kind, text in inline_myst(line)]
+    return found
+
+
+def inline_myst(line: str) -> list[tuple[str, str]]:
+    """Roles and substitutions in one line of prose, read left to right so that
+    a role's backticks are not taken for a code span's, nor a code span's
+    content for a role."""
+    found, position, prose = [], 0, []
+    while position < len(line):
+        if role := ROLE.match(line, position):
+            found.append(("role", role.group()))
+            close = line.find(role[1], role.end())
+            position = len(line) if close < 0 else close + len(role[1])
+        elif ticks := TICKS.match(line, position):
+            close = re.compile(f"(?<!`){ticks.group()}(?!`)").search(line, ticks.end())
+            position = ticks.end() if close is None else close.end()
+        else:
+            prose.append(line[position])
+            position += 1
+    found += [("substitution", m.group()) for m in SUBSTITUTION.finditer("".join(prose))]
+    return found
+
+
+def test_the_detector_finds_each_myst_construct_and_leaves_code_alone():
+    text = "\n".join([
+        "(a-label)=", "# Title", "% a comment", "See {term}`seed` and {py:func}`torch.f`.",
+        ":::{note}", "body", ":::", "```{admonition} A title", "x", "```",
+        "Torch {{ torch_version }}.", "Code: `` {term}`x` `` and `(x)=`.",
+        "```markdown", "{ref}`inside-a-fence`", "(label)=", "```", "$a_{i}$ stays",
+    ])
+    kinds = [found.split(": ")[1] for found in myst_only(text)]
+    assert kinds == ["label", "comment", "role", "role", "directive", "directive",
+                     "substitution"]
+
+
+def site_links() -> plain.Links:
+    return plain.Links(
+        url=lambda doc, anchor: f"https://site.example/{doc}.html" + (f"#{anchor}" if anchor else ""),
+        docname="how-to/page", terms={"seed": ("reference/glossary", "term-seed")},
+        labels={"vjp": ("explanation/vjp", "vjp", "What a VJP is")},
+        titles={"tutorial/first": "Your first Jacobian"},
+        api={"py:function torch.autograd.grad": "https://pytorch.org/grad.html"},
+        substitutions={"torch_version": "2.13.0"})
+
+
+def test_myst_becomes_plain_markdown_with_links_to_the_site():
+    from myst_parser.config.main import MdParserConfig
+
+    md = plain.parser(MdParserConfig(enable_extensions={"colon_fence", "dollarmath",
+                                                         "substitution"}))
+    text = "\n".join([
+        "(page)=", "# Page", "", "% explanation", "A {term}`seed`, {term}`seeds <seed>`,",
+        "{ref}`vjp`, {doc}`../tutorial/first`, {py:func}`torch.autograd.grad`.",
+        "", ":::{admonition} Trap: the {term}`seed`", ":class: warning", "Careful.", ":::",
+        "", "Torch {{ torch_version }}, $v^\\top J$ and `{term}`code``."])
+    out = plain.plain_markdown(text, md, site_links())
+    assert myst_only(out) == []
+    assert out.splitlines()[0] == "# Page"
+    assert "[seed](https://site.example/reference/glossary.html#term-seed)" in out
+    assert "[seeds](https://site.example/reference/glossary.html#term-seed)" in out
+    assert "[What a VJP is](https://site.example/explanation/vjp.html#vjp)" in out
+    assert "[Your first Jacobian](https://site.example/tutorial/first.html)" in out
+    assert "[`torch.autograd.grad()`](https://pytorch.org/grad.html)" in out
+    assert "> **Trap: the [seed](https://site.example/reference/glossary.html#term-seed)**" in out
+    assert "> Careful." in out
+    assert "Torch 2.13.0, $v^\\top J$" in out
+
+
+@pytest.mark.build
+@pytest.mark.parametrize("download", DOWNLOADS, ids=lambda p: str(p.relative_to(SITE)))
+def test_a_downloaded_notebook_is_plain_markdown_and_says_what_made_it(download):
+    notebook = nbformat.read(download, as_version=4)
+    left = [f"cell {index}: {found}" for index, cell in enumerate(notebook.cells)
+            if cell.cell_type == "markdown" for found in myst_only(cell.source)]
+    assert not left, f"{download.relative_to(SITE)} keeps MyST-only Markdown:\n" + "\n".join(left)
+    first, second = notebook.cells[:2]
+    assert first.cell_type == "markdown" and PROVENANCE in first.metadata.get("tags", [])
+    made = notebook.metadata[PROVENANCE]
+    assert f"torch {made['torch']}" in first.source and f"Python {made['python']}" in first.source
+    assert made["built"] in first.source
+    assert second.cell_type == "code" and "torch.__version__" in second.source
+
+
+def test_the_provenance_cell_prints_one_line_only_for_another_torch(capsys):
+    import torch
+
+    for made, says in [(torch.__version__, ""),
+                       ("1.0.0", f"outputs were made with torch 1.0.0; you have "
+                                 f"{torch.__version__}: some outputs may differ\n")]:
+        exec(Provenance(made, "3.11.0", "2026-01-01").cells()[1].source, {})
+        assert capsys.readouterr().out == says
+
+
+# -- Python scripts -------------------------------------------------------------------
+
+def test_a_script_is_the_notebook_in_percent_format(tmp_path):
+    (tmp_path / "helpers.py").write_text("def square(t):\n    return t * t\n")
+    new = nbformat.v4
+    page = new.new_notebook(cells=[
+        new.new_markdown_cell("# A page\n\nSome prose."),
+        new.new_code_cell("%xmode Minimal\nfrom helpers import square\nsquare(3)"),
+        new.new_code_cell("square(None)", metadata={"tags": ["raises-exception"]}),
+        new.new_code_cell("print('done');"),
+    ])
+    script = reader_script(reader_notebook(page, tmp_path))
+    assert "# %% [markdown]\n# # A page\n#\n# Some prose." in script
+    assert "# %xmode Minimal  (IPython only)" in script
+    folder = tmp_path / "reader"
+    folder.mkdir()
+    (folder / "page.py").write_text(script)
+    ran = subprocess.run([sys.executable, "page.py"], cwd=folder, capture_output=True,
+                         text=True, check=True)
+    assert ran.stdout == ("9\nTypeError: unsupported operand type(s) for *: "
+                          "'NoneType' and 'NoneType'\ndone\n")
+
+
+@pytest.mark.build
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: str(p.relative_to(SITE)))
+def test_a_downloaded_script_runs_alone(script, tmp_path, reader_environment):
+    assert script.is_file(), f"no {script.name} beside {script.with_suffix('.ipynb').name}"
+    folder = tmp_path / "reader"
+    folder.mkdir()
+    shutil.copyfile(script, folder / script.name)
+    ran = subprocess.run([sys.executable, script.name], cwd=folder, capture_output=True,
+                         text=True, timeout=300, env={**os.environ,
+                         "MPLBACKEND": "Agg"})
+    assert ran.returncode == 0, f"{script.relative_to(SITE)} failed:\n{ran.stderr[-3000:]}"
+    # What the page prints (and the errors it shows) the script prints, in order;
+    # a traceback's line numbers count the script's lines, not the cell's.
+    position, stdout = 0, LINE_NUMBER.sub("line N", ran.stdout)
+    for expected in printed(nbformat.read(script.with_suffix(".ipynb"), as_version=4)):
+        expected = LINE_NUMBER.sub("line N", expected)
+        found = stdout.find(expected, position)
+        assert found >= 0, (f"{script.relative_to(SITE)} does not print, after what it "
+                            f"printed before, what the page shows:\n{expected[:500]}")
+        position = found + len(expected)
+
+
+LINE_NUMBER = re.compile(r"\bline \d+")
+XMODE = re.compile(r"^Exception reporting mode: \w+\n", re.MULTILINE)
+
+
+def printed(notebook) -> list[str]:
+    """The text a notebook's cells print to stdout and the errors they show, in order
+    (cells tagged ``measured`` time the machine and are left out, and so is what
+    IPython's ``%xmode`` prints: a script runs no magics)."""
+    texts = []
+    for cell in notebook.cells:
+        if cell.cell_type != "code" or MEASURED in cell.metadata.get("tags", []):
+            continue
+        for kind, *rest in shown(cell):
+            if kind == "stream" and rest[0] == "stdout":
+                text = XMODE.sub("", rest[1])
+                texts += [text] if text else []
+            elif kind == "error":
+                texts.append(f"{rest[0]}: {rest[1]}")
+    return texts

@@ -97,7 +97,8 @@ def _remove_what_no_page_uses(app: Sphinx, exception: Exception | None) -> None:
         if docname not in env.found_docs:
             unused += [doctree, Path(app.builder.get_output_path(docname)),
                        _report(app, docname),
-                       outdir / f"{docname}.ipynb",  # the download (html/notebooks.py)
+                       outdir / f"{docname}.ipynb",  # the downloads (html/notebooks.py)
+                       outdir / f"{docname}.py",
                        executed / f"{docname}.ipynb",
                        *(outdir / "_sources" / f"{docname}{suffix}"
                          f"{app.config.html_sourcelink_suffix}"

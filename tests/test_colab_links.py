@@ -1,0 +1,85 @@
+"""Open in Colab: on every executed page when the repository's address is known.
+
+The small copy of the site is built twice from the same warm copy: with
+``GITHUB_REPOSITORY=owner/name`` every page with a notebook download links to
+Colab at the address the Pages workflow publishes that notebook to; without any
+address (no variable, and the copy is no git checkout) no page does, and the
+log says so in one line. ``repository.find`` is also checked on its own.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from autograd_docs.html import repository
+
+from site_copy import build
+
+NO_ADDRESS = "no repository address"
+COLAB = re.compile(r'href="(https://colab\.research\.google\.com/[^"]*)"')
+UNSET = {"GITHUB_REPOSITORY": "", "GITHUB_REF_NAME": "", "READTHEDOCS_GIT_CLONE_URL": ""}
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def colab_links(html: Path) -> dict[str, list[str]]:
+    """docname -> the Colab links of its page, for every page of a built site."""
+    return {page.relative_to(html).with_suffix("").as_posix():
+            COLAB.findall(page.read_text(encoding="utf8"))
+            for page in sorted(html.rglob("*.html")) if "_static" not in page.parts}
+
+
+def executed(html: Path) -> set[str]:
+    return {path.relative_to(html).with_suffix("").as_posix() for path in html.rglob("*.ipynb")}
+
+
+@pytest.mark.build
+def test_every_executed_page_opens_in_colab_when_the_repository_is_known(warm_copy):
+    result = build(warm_copy, builddir=warm_copy / "_build-github", jobs=2,
+                   env={**UNSET, "GITHUB_REPOSITORY": "owner/name", "GITHUB_REF_NAME": "main"})
+    assert result.returncode == 0, result.log
+    html = warm_copy / "_build-github" / "html"
+    pages, notebooks = colab_links(html), executed(html)
+    assert len(notebooks) >= 2, notebooks
+    for docname, links in pages.items():
+        expected = ([f"https://colab.research.google.com/github/owner/name/blob/"
+                     f"{repository.NOTEBOOKS_BRANCH}/{docname}.ipynb"]
+                    if docname in notebooks else [])
+        assert links == expected, docname
+    assert NO_ADDRESS not in result.log
+
+
+@pytest.mark.build
+def test_without_an_address_no_page_links_to_colab_and_the_log_says_so_once(warm_copy):
+    result = build(warm_copy, builddir=warm_copy / "_build-nowhere", env=UNSET)
+    assert result.returncode == 0, result.log
+    assert not any(colab_links(warm_copy / "_build-nowhere" / "html").values())
+    said = [line for line in result.log.splitlines() if NO_ADDRESS in line]
+    assert len(said) == 1, said
+
+
+@pytest.mark.parametrize("environ, origin, expected", [
+    ({"GITHUB_REPOSITORY": "a/b", "GITHUB_REF_NAME": "dev"}, None, ("a/b", "dev")),
+    ({"READTHEDOCS_GIT_CLONE_URL": "https://github.com/c/d.git",
+      "READTHEDOCS_GIT_IDENTIFIER": "main"}, None, ("c/d", "main")),
+    ({"READTHEDOCS_GIT_CLONE_URL": "https://gitlab.com/c/d.git"}, None, None),
+    ({}, "git@github.com:e/f.git", ("e/f", None)),
+    ({}, "https://example.org/e/f.git", None),
+    ({}, None, None),
+])
+def test_the_repository_is_read_from_the_environment_or_a_github_origin(
+        tmp_path, environ, origin, expected):
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    if origin:
+        subprocess.run(["git", "-C", str(tmp_path), "remote", "add", "origin", origin], check=True)
+    found = repository.find(tmp_path, environ)
+    assert (found and (found.name, found.branch)) == (expected or None)
+
+
+def test_the_pages_workflow_publishes_the_notebooks_where_colab_links_point():
+    workflow = (ROOT / ".github" / "workflows" / "docs.yml").read_text(encoding="utf8")
+    assert f"NOTEBOOKS_BRANCH: {repository.NOTEBOOKS_BRANCH}" in workflow
