@@ -21,12 +21,10 @@ from playwright.sync_api import expect
 pytestmark = [pytest.mark.browser, pytest.mark.build]
 
 QUERIES = json.loads((Path(__file__).with_name("search_queries.json")).read_text("utf8"))
-# Of the queries, with an answering page first: 75 of 87 today, 60 of the
-# survey's 72 (issue 23 aims at 0.9 of the 72; the rewritten pages and the new
-# PINN guide took it down from 78 of 87, the figure before them; pages that
-# route to others, "search: hub", then ranked below them: 72 -> 75); every one
-# has an answering page in the top 3.
-FIRST_AT_LEAST = 0.82
+SURVEY = 72  # the first 72 queries are the survey's; the other 15 were held out
+# Issue 23's aim: an answering page first for 0.9 of the survey's queries (65
+# of 72 today, 80 of all 87), and in the top 3 for every query.
+FIRST_AT_LEAST = 0.9
 
 
 def results(page, base_url) -> list[str]:
@@ -55,10 +53,14 @@ def test_readers_queries_find_the_answering_page_first(page, traffic, base_url):
         ranks[query["q"]] = next(
             (rank for rank, path in enumerate(found, 1) if path in query["pages"]), None)
     first = sum(rank == 1 for rank in ranks.values())
+    survey_first = sum(ranks[query["q"]] == 1 for query in QUERIES[:SURVEY])
     top3 = sum(rank is not None and rank <= 3 for rank in ranks.values())
     table = "\n".join(f"  {rank!s:>4}  {q}" for q, rank in ranks.items() if rank != 1)
-    print(f"\nfirst {first}/{len(QUERIES)}, top 3 {top3}/{len(QUERIES)}; not first:\n{table}")
+    print(f"\nfirst {first}/{len(QUERIES)} ({survey_first}/{SURVEY} of the survey), "
+          f"top 3 {top3}/{len(QUERIES)}; not first:\n{table}")
     assert top3 == len(QUERIES), f"an answering page is not in the top 3:\n{table}"
+    assert survey_first >= FIRST_AT_LEAST * SURVEY, (
+        f"an answering page first for {survey_first} of the survey's {SURVEY} queries:\n{table}")
     assert first >= FIRST_AT_LEAST * len(QUERIES), (
         f"an answering page first for {first} of {len(QUERIES)} queries:\n{table}")
     assert not traffic.console_errors and not traffic.foreign_requests
