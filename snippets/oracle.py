@@ -170,6 +170,8 @@ def check_property(holds: Callable[..., bool | None], *families, claim: str | No
         if ok is False:
             failures.append((members, None))
             raise AssertionError
+    global _inside_property
+    outer, _inside_property = _inside_property, True
     with torch.random.fork_rng(devices=[]):
         try:
             property_holds()
@@ -185,6 +187,8 @@ def check_property(holds: Callable[..., bool | None], *families, claim: str | No
             why = f"\n  because: {why}" if why else ""
             raise ClaimFailed(f"claim no longer holds: {claim}\n"
                               f"  counterexample: {shown}{why}") from None
+        finally:
+            _inside_property = outer
     _proved("check_property", claim, quote, False, examples=examples,
             families=[_family_name(family) for family in families])
 
@@ -203,11 +207,16 @@ def _claim(claim: str | None, quote: str | None) -> str:
     return claim if claim is not None else quote
 
 
+# True while a property runs: a check inside it speaks for one member, and the
+# property's own record (published once, when every member passed) for the sentence.
+_inside_property = False
+
+
 def _proved(check: str, claim: str, quote: str | None, show: bool, **details) -> None:
     """A check passed: print it for readers if asked, and publish its record."""
     if show:
         print(f"✓ {claim}")
-    if quote is None:
+    if quote is None or _inside_property:
         return
     from IPython import get_ipython
     from IPython.display import display

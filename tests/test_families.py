@@ -205,3 +205,23 @@ def test_a_quote_must_name_a_sentence():
         check_close(1.0, 1.0, quote="it works")
     with pytest.raises(TypeError, match="say what the check proves"):
         check_close(1.0, 1.0)
+
+
+def test_a_check_inside_a_property_publishes_no_record_of_its_own(monkeypatch):
+    # Published per member, the inner checks' records would stand for the sentence
+    # beside the property's, on the property's line (the reveal showed them so).
+    import IPython
+    import IPython.display
+    import oracle
+
+    published = []
+    monkeypatch.setenv(oracle.PUBLISHED_WHEN, "1")
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+    monkeypatch.setattr(IPython.display, "display",
+                        lambda data, raw: published.append(data[oracle.CLAIM_MIMETYPE]["check"]))
+
+    def doubling_doubles(x):
+        check_close(2 * x, x + x, quote="twice a number is the number added to itself")
+    check_property(doubling_doubles, st.integers(0, 9), examples=5,
+                   quote="twice a number is the number added to itself")
+    assert published == ["check_property"]
