@@ -27,6 +27,7 @@ def setup(app: Sphinx) -> dict:
     app.setup_extension("autograd_docs.api_roles")  # {py:func} and kin: checked, indexed
     app.setup_extension("autograd_docs.html.svg_math")  # equations drawn to SVG
     app.setup_extension("autograd_docs.html.notebooks")  # .ipynb downloads
+    app.setup_extension("autograd_docs.html.page_origin")  # torch, last change, edit links
     app.setup_extension("autograd_docs.html.sitemap")  # sitemap.xml, robots.txt
     app.setup_extension("autograd_docs.html.search")  # what search.html ranks pages with
     app.setup_extension("autograd_docs.html.hidden_cells")  # axe: hidden cells named

@@ -1,4 +1,5 @@
-"""Open in Colab: on every executed page when the repository's address is known.
+"""Links to the repository: Open in Colab on every executed page, and edit and
+source links on every page, when the repository's address is known.
 
 The small copy of the site is built twice from the same warm copy: with
 ``GITHUB_REPOSITORY=owner/name`` every page with a notebook download links to
@@ -20,6 +21,7 @@ from site_copy import build
 
 NO_ADDRESS = "no repository address"
 COLAB = re.compile(r'href="(https://colab\.research\.google\.com/[^"]*)"')
+GITHUB = re.compile(r'href="(https://github\.com/owner/name/(?:edit|blob)/[^"]*)"')
 UNSET = {"GITHUB_REPOSITORY": "", "GITHUB_REF_NAME": "", "READTHEDOCS_GIT_CLONE_URL": ""}
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,6 +50,13 @@ def test_every_executed_page_opens_in_colab_when_the_repository_is_known(warm_co
                      f"{repository.NOTEBOOKS_BRANCH}/{docname}.ipynb"]
                     if docname in notebooks else [])
         assert links == expected, docname
+        # furo's edit and view buttons, at the page's source on the built branch
+        page_html = (html / f"{docname}.html").read_text(encoding="utf8")
+        source = f"docs/{docname}.md"
+        assert GITHUB.findall(page_html) == ([
+            f"https://github.com/owner/name/blob/main/{source}?plain=true",
+            f"https://github.com/owner/name/edit/main/{source}"]
+            if (warm_copy / source).is_file() else []), docname
     assert NO_ADDRESS not in result.log
 
 
@@ -55,7 +64,9 @@ def test_every_executed_page_opens_in_colab_when_the_repository_is_known(warm_co
 def test_without_an_address_no_page_links_to_colab_and_the_log_says_so_once(warm_copy):
     result = build(warm_copy, builddir=warm_copy / "_build-nowhere", env=UNSET)
     assert result.returncode == 0, result.log
-    assert not any(colab_links(warm_copy / "_build-nowhere" / "html").values())
+    html = warm_copy / "_build-nowhere" / "html"
+    assert not any(colab_links(html).values())
+    assert not any(GITHUB.findall(page.read_text(encoding="utf8")) for page in html.rglob("*.html"))
     said = [line for line in result.log.splitlines() if NO_ADDRESS in line]
     assert len(said) == 1, said
 
@@ -83,3 +94,25 @@ def test_the_repository_is_read_from_the_environment_or_a_github_origin(
 def test_the_pages_workflow_publishes_the_notebooks_where_colab_links_point():
     workflow = (ROOT / ".github" / "workflows" / "docs.yml").read_text(encoding="utf8")
     assert f"NOTEBOOKS_BRANCH: {repository.NOTEBOOKS_BRANCH}" in workflow
+
+
+def test_a_page_is_dated_by_the_last_commit_that_changed_its_source(tmp_path):
+    import os
+    import subprocess
+
+    from autograd_docs.html.page_origin import changed_on
+
+    def commit(name: str, date: str) -> None:
+        (tmp_path / "docs" / name).write_text(date, encoding="utf8")
+        when = {"GIT_AUTHOR_DATE": f"{date}T12:00:00Z", "GIT_COMMITTER_DATE": f"{date}T12:00:00Z"}
+        subprocess.run(["git", "-C", str(tmp_path), "add", "-A"], check=True)
+        subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t",
+                        "commit", "-qm", name], check=True, env={**os.environ, **when})
+
+    (tmp_path / "docs" / "how-to").mkdir(parents=True)
+    assert changed_on(tmp_path / "docs") is None, "not a git checkout: no dates"
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    commit("index.md", "2026-01-02")
+    commit("how-to/a.md", "2026-03-04")
+    commit("index.md", "2026-05-06")
+    assert changed_on(tmp_path / "docs") == {"index": "2026-05-06", "how-to/a": "2026-03-04"}

@@ -32,7 +32,6 @@ from pathlib import Path
 
 import nbformat
 from sphinx.application import Sphinx
-from sphinx.util import logging as sphinx_logging
 
 from autograd_docs._compat import OUTPUT_FOLDER, intersphinx_urls, myst_config
 from autograd_docs.execution.cache_key import snippets_imported
@@ -217,22 +216,11 @@ def _executed_notebook(app: Sphinx, docname: str) -> Path:
     return Path(app.outdir).parent / OUTPUT_FOLDER / f"{docname}.ipynb"
 
 
-_repositories: dict[int, repository.Repository | None] = {}  # id(app) -> where it is
-
-
-def _find_repository(app: Sphinx) -> None:
-    found = _repositories[id(app)] = repository.find(Path(app.confdir))
-    if found is None:
-        sphinx_logging.getLogger(__name__).info(
-            "no repository address (GITHUB_REPOSITORY, READTHEDOCS_GIT_CLONE_URL or a "
-            "github.com origin remote): pages get no \"Open in Colab\" link")
-
-
 def _add_link(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
     if doctree is not None and _executed_notebook(app, pagename).is_file():
         context["notebook_download"] = context["pathto"](f"{pagename}.ipynb", 1)
         context["script_download"] = context["pathto"](f"{pagename}.py", 1)
-        if found := _repositories.get(id(app)):
+        if found := repository.of(app):
             context["colab_url"] = found.colab_url(f"{pagename}.ipynb")
 
 
@@ -264,7 +252,7 @@ def _copy_notebooks(app: Sphinx, exception: Exception | None) -> None:
 
 
 def setup(app: Sphinx) -> dict:
-    app.connect("builder-inited", _find_repository)
+    app.setup_extension("autograd_docs.html.repository")
     app.connect("html-page-context", _add_link)
     app.connect("build-finished", _copy_notebooks)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -20,6 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from sphinx.application import Sphinx
+from sphinx.util import logging as sphinx_logging
+
 NOTEBOOKS_BRANCH = "notebooks"  # where .github/workflows/docs.yml pushes the notebooks
 GITHUB_URL = re.compile(
     r"^(?:https://(?:[^@/]+@)?github\.com/|git@github\.com:|ssh://git@github\.com/)"
@@ -60,3 +63,22 @@ def find(root: Path, environ: Mapping[str, str] = os.environ) -> Repository | No
     if name := from_url(origin):
         return Repository(name, None, "the git remote origin")
     return None
+
+
+def _find_once(app: Sphinx) -> None:
+    # One lookup per build, kept on the application: every link reads it (of).
+    app.autograd_docs_repository = found = find(Path(app.confdir))
+    if found is None:
+        sphinx_logging.getLogger(__name__).info(
+            "no repository address (GITHUB_REPOSITORY, READTHEDOCS_GIT_CLONE_URL or a "
+            "github.com origin remote): pages get no \"Open in Colab\", edit or source link")
+
+
+def of(app: Sphinx) -> Repository | None:
+    """The repository this build is from, as read once when the builder started."""
+    return getattr(app, "autograd_docs_repository", None)
+
+
+def setup(app: Sphinx) -> dict:
+    app.connect("builder-inited", _find_once)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

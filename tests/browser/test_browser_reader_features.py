@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import re
 from urllib.parse import quote_plus
@@ -111,6 +112,25 @@ def test_executed_page_downloads_as_notebook_and_source(page, traffic):
     source = page.request.get(source_link.evaluate("a => a.href"))
     assert source.ok and "{code-cell}" in source.text(), (
         "the 'view source' link does not serve the page's MyST source")
+
+
+@pytest.mark.parametrize("width", [375, 1280])
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_a_page_says_which_torch_made_it_and_when_it_last_changed(page, traffic, width, scheme):
+    page.set_viewport_size({"width": width, "height": 900})
+    page.emulate_media(color_scheme=scheme)
+    page.goto(TUTORIAL)
+    footer = page.locator(".bottom-of-page .last-updated")
+    footer.scroll_into_view_if_needed()
+    expect(footer).to_be_visible()
+    # The date comes from git (a clone has it); the torch is the one installed.
+    expect(footer).to_have_text(re.compile(
+        r"Last updated on \d{4}-\d{2}-\d{2} · outputs made with torch "
+        + re.escape(importlib.metadata.version("torch")) + "$"))
+    box = footer.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= width, (
+        f"the line runs past the {width} px screen: {box}")
+    assert not traffic.console_errors
 
 
 def base_url_of_sitemap(locs: set[str]) -> str:
