@@ -37,3 +37,22 @@ def test_no_cell_assigns_the_last_output(page):
     offenders = [cell.source.splitlines()[0] for cell in notebook.cells
                  if cell.cell_type == "code" and "_" in top_level_names_bound(cell.source)]
     assert not offenders, f"{page.relative_to(ROOT)}: a cell binds `_`: {offenders}"
+
+
+ANSWER_PROMPTS = {"code_prompt_show": "Show the answer", "code_prompt_hide": "Hide the answer"}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT / "docs")))
+def test_a_hidden_answer_says_show_the_answer(page):
+    """The code behind a "Check yourself" exercise opens with "Show the answer", not
+    myst-nb's "Show code cell content" (readers take that for setup code)."""
+    notebook = read_myst_markdown_notebook(page.read_text(encoding="utf8"))
+    section, offenders = "", []
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            headings = [line for line in cell.source.splitlines() if line.startswith("## ")]
+            section = headings[-1] if headings else section
+        elif ("Check yourself" in section and "hide-cell" in cell.metadata.get("tags", [])
+              and cell.metadata.get("mystnb", {}) != ANSWER_PROMPTS):
+            offenders.append(cell.source.splitlines()[0])
+    assert not offenders, f"{page.relative_to(ROOT)}: answers without the prompts: {offenders}"
