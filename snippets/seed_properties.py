@@ -189,16 +189,23 @@ def leaf_graphs(draw):
     """Two to four leaves that require grad, some of which y is computed from
     (y = f(sum of w_k a_k) over the used ones) and some not, a seed shaped like y,
     and possibly ``inputs=`` naming some of the leaves."""
+    return _graph(draw, st.booleans(), any)
+
+
+def _graph(draw, use, feeds_y):
+    """What both leaf-graph families draw: f, how each of two to four leaves is used
+    (drawn from ``use``, kept when ``feeds_y`` of them), weights, the leaves' values,
+    a seed and maybe ``inputs=``."""
     f = draw(vector_maps(n=st.integers(2, 4)))
     count = draw(st.integers(2, 4))
-    used = draw(st.lists(st.booleans(), min_size=count, max_size=count).filter(any))
+    uses = draw(st.lists(use, min_size=count, max_size=count).filter(feeds_y))
     weights = draw(st.lists(st.sampled_from([-2.0, -1.0, 0.5, 1.0, 3.0]),
                             min_size=count, max_size=count))
     generator = torch.Generator().manual_seed(draw(SEEDS))
     leaves = [torch.randn(f.n, dtype=torch.float64, generator=generator) for _ in range(count)]
     seed = torch.randn(f.n, dtype=torch.float64, generator=generator)
     named = draw(st.none() | st.lists(st.booleans(), min_size=count, max_size=count).filter(any))
-    return f, leaves, used, weights, seed, named
+    return f, leaves, uses, weights, seed, named
 
 
 def backward_fills_the_leaves_y_was_computed_from(graph) -> bool:
@@ -237,18 +244,8 @@ def leaf_graphs_with_cut_paths(draw):
     """Two to four leaves that require grad, each feeding y one way (``LEAF_USES``),
     at least one through differentiable operations; a seed shaped like y; leaves
     whose .grad may already hold ones; and possibly ``inputs=`` naming some leaves."""
-    f = draw(vector_maps(n=st.integers(2, 4)))
-    count = draw(st.integers(2, 4))
-    uses = draw(st.lists(st.sampled_from(LEAF_USES), min_size=count, max_size=count)
-                .filter(lambda u: "differentiable" in u))
-    weights = draw(st.lists(st.sampled_from([-2.0, -1.0, 0.5, 1.0, 3.0]),
-                            min_size=count, max_size=count))
-    generator = torch.Generator().manual_seed(draw(SEEDS))
-    leaves = [torch.randn(f.n, dtype=torch.float64, generator=generator) for _ in range(count)]
-    seed = torch.randn(f.n, dtype=torch.float64, generator=generator)
-    named = draw(st.none() | st.lists(st.booleans(), min_size=count, max_size=count).filter(any))
-    prefilled = draw(st.booleans())
-    return f, leaves, uses, weights, seed, named, prefilled
+    graph = _graph(draw, st.sampled_from(LEAF_USES), lambda uses: "differentiable" in uses)
+    return (*graph, draw(st.booleans()))  # and whether the leaves' .grad already holds ones
 
 
 def y_from_leaves(f: Map, leaves, uses, weights) -> torch.Tensor:
