@@ -48,11 +48,17 @@ def changed_on(srcdir: Path) -> dict[str, str] | None:
     return dates
 
 
-def _reread_pages_whose_date_moved(app: Sphinx, env, added, changed, removed) -> list[str]:
+def _read_dates(app: Sphinx) -> None:
+    # Read (and said) when the builder starts: a line logged later would land
+    # inside Sphinx's unfinished "updating environment: " status line.
     dates = changed_on(Path(app.srcdir))
     if dates is None:
         logger.info("the site is not in a git checkout: pages get no last-changed date")
-        dates = {}
+    app.autograd_docs_dates = dates or {}
+
+
+def _reread_pages_whose_date_moved(app: Sphinx, env, added, changed, removed) -> list[str]:
+    dates = app.autograd_docs_dates
     before = getattr(env, DATES, None)
     setattr(env, DATES, dates)
     if before is None:
@@ -79,6 +85,7 @@ def _add_to_page(app: Sphinx, pagename: str, templatename: str, context: dict, d
 
 
 def setup(app: Sphinx) -> dict:
+    app.connect("builder-inited", _read_dates)
     app.connect("env-get-outdated", _reread_pages_whose_date_moved)
     # After html/notebooks.py's handler, which marks the executed pages.
     app.connect("html-page-context", _add_to_page, priority=600)
