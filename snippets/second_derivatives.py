@@ -8,11 +8,20 @@ of the input with a fixed matrix (the derivative of ``3 * t`` is the constant 3)
 it comes back with no ``grad_fn``, and a second ``grad`` raises "element 0 of
 tensors does not require grad and does not have a grad_fn".
 
-``first_derivative_cases()`` draws all three kinds: maps whose first derivative is a
+What a derivative is computed from is the backward formula's choice, not the
+derivative's values: ``torch.clamp(t, -1, 1)`` and ``hardtanh(t)`` are one function,
+but clamp's backward builds its 0-or-1 derivative from comparisons of ``t`` with the
+bounds (booleans, which never require grad) and returns it without a ``grad_fn``,
+while hardtanh's reads ``t`` itself and returns one (its second derivative is 0).
+
+``first_derivative_cases()`` draws all four kinds: maps whose first derivative is a
 constant (``3 * t``, ``A @ t``, ``cumsum``, ``t - mean(t)``, ``flip``, ``sort``),
-maps whose first derivative is computed from the input (``t ** 3``, ``sin``,
-``exp``, ``softmax``, ``relu``, ``abs``, ``t * sum(t)``), and ``nn.Linear`` layers,
-whose derivative with respect to the input is computed from the weight.
+maps whose backward builds the derivative from a comparison of the input
+(``clamp``, ``where``, ``maximum``, ``masked_fill``, ``t * (t > 0)``), maps whose
+first derivative is computed from the input (``t ** 3``, ``sin``, ``exp``,
+``softmax``, ``relu``, ``hardtanh``, ``leaky_relu``, ``abs``, ``t * sum(t)``), and
+``nn.Linear`` layers, whose derivative with respect to the input is computed from
+the weight.
 
 Run this file to check the qualified sentence over the family, and to see the
 unqualified one ("with create_graph=True the result has a grad_fn") fail on a
@@ -33,12 +42,21 @@ CONSTANT = {  # the backward pass reads nothing that requires grad
     "flip(t)": lambda t: torch.flip(t, [0]),
     "sort(t)": lambda t: torch.sort(t).values,  # reads the integer indices only
 }
+FROM_A_COMPARISON = {  # piecewise 0 or 1: the backward reads t only through a comparison
+    "clamp(t, -1, 1)": lambda t: torch.clamp(t, -1, 1),
+    "where(t > 0, t, 0)": lambda t: torch.where(t > 0, t, 0.0),
+    "maximum(t, 0)": lambda t: torch.maximum(t, torch.zeros_like(t)),
+    "masked_fill(t < 0, 0)": lambda t: t.masked_fill(t < 0, 0.0),
+    "t * (t > 0)": lambda t: t * (t > 0),
+}
 FROM_THE_INPUT = {  # the backward pass reads t, which requires grad
     "t ** 3": lambda t: t ** 3,
     "sin(t)": torch.sin,
     "exp(t)": torch.exp,
     "softmax(t)": lambda t: torch.softmax(t, 0),
     "relu(t)": torch.relu,  # computed from t, though the second derivative is 0
+    "hardtanh(t)": torch.nn.functional.hardtanh,  # clamp(t, -1, 1), but read from t
+    "leaky_relu(t)": torch.nn.functional.leaky_relu,
     "abs(t)": torch.abs,
     "t * sum(t)": lambda t: t * t.sum(),
 }
@@ -51,13 +69,15 @@ class LinearLayer(torch.nn.Linear):
         return f"nn.Linear({self.in_features}→{self.out_features})"
 
 
-@named("constant first derivatives, first derivatives computed from the input, "
-       "and nn.Linear layers")
+@named("constant first derivatives, derivatives built from a comparison, first "
+       "derivatives computed from the input, and nn.Linear layers")
 @st.composite
 def first_derivative_cases(draw):
-    """(kind, f): kind "constant", "from the input" or "from a weight"; f a Map of
-    a vector of f.n entries, or an nn.Linear (f.in_features entries)."""
-    kind = draw(st.sampled_from(["constant", "from the input", "from a weight"]))
+    """(kind, f): kind "constant", "from a comparison", "from the input" or "from a
+    weight"; f a Map of a vector of f.n entries, or an nn.Linear (f.in_features
+    entries)."""
+    kind = draw(st.sampled_from(["constant", "from a comparison", "from the input",
+                                 "from a weight"]))
     if kind == "from a weight":
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(draw(SEEDS))
@@ -65,7 +85,8 @@ def first_derivative_cases(draw):
         return (kind, layer)
     if kind == "constant" and draw(st.booleans()):
         return (kind, draw(linear_maps()))  # A @ t, A fixed
-    table = CONSTANT if kind == "constant" else FROM_THE_INPUT
+    table = {"constant": CONSTANT, "from a comparison": FROM_A_COMPARISON,
+             "from the input": FROM_THE_INPUT}[kind]
     name = draw(st.sampled_from(sorted(table)))
     return (kind, Map(name, table[name], draw(SIZES), kind))
 
@@ -91,7 +112,7 @@ def grad_fn_unless_nothing_it_was_computed_from_requires_grad(case, seed) -> boo
     (first,) = torch.autograd.grad(f(x).sum(), x, create_graph=True)
     check_close(first, finite_difference_jacobian(lambda t: f(t).sum(), x), "the first derivative",
                 atol=1e-5, rtol=1e-5)
-    if kind == "constant":
+    if kind in ("constant", "from a comparison"):
         assert first.grad_fn is None and not first.requires_grad, (f, first.grad_fn)
         try:
             torch.autograd.grad(first.sum(), x)
@@ -99,7 +120,7 @@ def grad_fn_unless_nothing_it_was_computed_from_requires_grad(case, seed) -> boo
             assert "element 0 of tensors does not require grad and does not have a grad_fn" \
                 in str(error), str(error)
         else:
-            raise AssertionError(f"{f}: the second grad of a constant derivative ran")
+            raise AssertionError(f"{f}: the second grad of a {kind} derivative ran")
         return True
     assert first.grad_fn is not None, f"{f}: no grad_fn, though computed from {kind}"
     if kind == "from the input":
@@ -137,12 +158,12 @@ def main() -> None:
                    claim="a create_graph=True derivative has a grad_fn unless nothing it was "
                          "computed from requires grad")
     print("✓ with create_graph=True the derivative has a grad_fn unless nothing it was computed "
-          "from requires grad (a constant derivative)")
+          "from requires grad (a constant derivative, or one built from comparisons)")
     try:
         check_property(always_has_grad_fn, first_derivative_cases(), SEEDS, examples=30,
                        claim=always_has_grad_fn.__doc__)
     except ClaimFailed as failure:
-        assert "'constant'" in str(failure), failure
+        assert "'constant'" in str(failure) or "'from a comparison'" in str(failure), failure
         print(f"✓ the unqualified sentence fails:\n{failure}")
     else:
         raise AssertionError("'the result has a grad_fn' held over constant derivatives too")
