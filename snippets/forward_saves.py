@@ -5,12 +5,14 @@ But autograd's reverse mode still records whatever the same computation does wit
 tensors that require grad, dual or not, and each recorded operation saves what its
 own backward formula reads. An ``nn.Module``'s parameters require grad by default,
 so forward AD through a module records its operations: an ``nn.Linear`` saves two
-tensors (its input and its tangent), while a bias add ``x + b`` records a node and
-saves none, since the backward of an addition reads nothing.
+tensors (its input and the input's tangent: the output's tangent, computed from the
+weight, is recorded too), while a bias add ``x + b`` records a node and saves none,
+since the backward of an addition reads nothing.
 
 ``forward_ad_cases()`` draws the computations the pages' sentences are about, and
 the ones that would break a broader sentence: small networks and single
-``nn.Linear`` layers whose parameters require grad, a bias-add module whose
+``nn.Linear`` layers (on a row, a batch, or a batch of batches) whose parameters
+require grad, a bias-add module whose
 parameter requires grad (it saves nothing), a frozen network (nothing requires
 grad), and maps on a plain tensor.
 
@@ -20,7 +22,8 @@ grad), and maps on a plain tensor.
   saves no tensor and computes the same tangent.
 - ``records_and_saves_what_backward_needs``: with a parameter that requires grad,
   the output has a ``grad_fn``; an ``nn.Linear`` saves exactly two tensors (its
-  input and its tangent), a bias add none, a network at least a Linear's two.
+  input and the input's tangent, flattened to rows), a bias add none, a network at
+  least a Linear's two.
   Without one, the output has no ``grad_fn``.
 
 Run this file to check both over the family, and to see two broader sentences
@@ -102,6 +105,10 @@ def forward_ad_cases(draw):
             f.requires_grad_(False)
     elif kind == "linear":
         f = _linear(draw(SIZES), draw(st.integers(1, 4)), draw(st.booleans()), draw(SEEDS))
+        rows = draw(batches(features=f.in_features))
+        shape = draw(st.sampled_from(["a row", "a batch", "a batch of batches"]))
+        return (kind, f, {"a row": rows[0], "a batch": rows,
+                          "a batch of batches": torch.stack([rows, -rows])}[shape])
     else:
         f = BiasAdd(draw(SIZES), draw(SEEDS))
     return (kind, f, draw(batches(features=f.in_features)))
@@ -142,7 +149,9 @@ def saves_nothing_when_nothing_requires_grad(kind, f, x) -> bool:
 def records_and_saves_what_backward_needs(kind, f, x) -> bool:
     """With a parameter that requires grad, autograd records the module's operations
     (the output has a grad_fn) and saves what their backward reads: an nn.Linear
-    exactly two tensors, its input and its tangent; a bias add none; a network at
+    exactly two tensors, its input and the input's tangent (flattened to rows when
+    the input is not a batch: the tangent's own computation is recorded too, since it
+    reads the weight); a bias add none; a network at
     least its first Linear's two. With nothing requiring grad, nothing is recorded."""
     u = _direction(x)
     saved, (out, _tangent) = saved_during(lambda: primal_and_tangent(f, x, u))
@@ -151,8 +160,11 @@ def records_and_saves_what_backward_needs(kind, f, x) -> bool:
         f"{kind} {f!r}: grad_fn {out.grad_fn}, a parameter requires grad: "
         f"{requires_grad_inside(kind, f)}")
     if kind == "linear":
-        assert len(saved) == 2 and torch.equal(saved[0], x) and torch.equal(saved[1], u), (
-            f"{f!r} saved {[tuple(t.shape) for t in saved]}, not its input and its tangent")
+        assert len(saved) == 2 and _tangent.grad_fn is not None, (
+            f"{f!r} saved {len(saved)}; the output's tangent has grad_fn {_tangent.grad_fn}")
+        assert all(t.numel() == x.numel() for t in saved) and \
+            torch.equal(saved[0].reshape(x.shape), x) and torch.equal(saved[1].reshape(u.shape), u), (
+            f"{f!r} saved {[tuple(t.shape) for t in saved]}, not its input and the input's tangent")
     elif kind == "bias add":
         assert not saved, f"{f!r} saved {len(saved)}"
     elif kind == "network":
@@ -184,7 +196,7 @@ def main() -> None:
                    claim="forward AD records a module whose parameters require grad, and "
                          "saves what its operations' backward reads", examples=30)
     print("✓ forward AD saves nothing when nothing requires grad (no_grad and detached "
-          "parameters included); a Linear saves its input and its tangent, a bias add nothing")
+          "parameters included); a Linear saves its input and the input's tangent, a bias add nothing")
     for broad, breaks_on in [(forward_mode_saves_nothing, ("network", "linear")),
                              (saves_exactly_when_a_parameter_requires_grad, ("bias add",))]:
         try:
