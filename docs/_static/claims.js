@@ -170,8 +170,6 @@
         marker.innerHTML = '<svg aria-hidden="true" viewBox="0 0 16 16"><path d="M3.5 8.5l3 3 6-7" ' +
           'fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" ' +
           'stroke-linejoin="round"/></svg>';
-        add(marker, "span", "visually-hidden",
-            "How checked claim " + (index + 1) + " of " + page.claims.length + " was proved");
         var detail = document.createElement("div");
         detail.className = "claim-detail";
         detail.id = "claim-detail-" + (index + 1);
@@ -193,6 +191,14 @@
         return b.range.compareBoundaryPoints(Range.END_TO_END, a.range);
       }).concat(shown.filter(function (item) { return !item.range; })).forEach(function (item) {
         placeMarker(item.marker, item.element, item.range);
+      });
+      // Numbered in reading order: the claims come in the order of their checks, and
+      // two sentences of one paragraph may be checked in the other order.
+      shown.map(function (item) { return item.marker; }).sort(function (a, b) {
+        return a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING ? -1 : 1;
+      }).forEach(function (marker, index) {
+        add(marker, "span", "visually-hidden",
+            "How checked claim " + (index + 1) + " of " + page.claims.length + " was proved");
       });
       var ranges = shown.map(function (item) {
         return item.range && sentenceRange(item.element, item.claim.pattern);

@@ -144,6 +144,11 @@ def test_the_reveal_shows_what_proved_each_sentence(page, traffic, path, width, 
     expect(page.locator(TOGGLE)).to_be_visible()
     reveal(page)
     problems += detail_problems(page, claims)
+    # Numbered as a reader meets them (checks may come in another order).
+    names = page.eval_on_selector_all(".claim-marker", "els => els.map(el => el.textContent.trim())")
+    expected = [f"How checked claim {k} of {len(claims)} was proved" for k in range(1, len(names) + 1)]
+    if names != expected:
+        problems.append(f"markers not numbered in reading order: {names[:6]}")
     inject_axe(page)
     # With every detail open: nothing runs off a phone, nothing fails axe.
     problems += accessibility_problems(page, "article, .content-icon-container")
