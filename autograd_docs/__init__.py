@@ -26,6 +26,7 @@ def setup(app: Sphinx) -> dict:
     app.setup_extension("autograd_docs.authoring")  # refs, toctrees, includes, doctests
     app.setup_extension("autograd_docs.api_roles")  # {py:func} and kin: checked, indexed
     app.setup_extension("autograd_docs.html.svg_math")  # equations drawn to SVG
+    app.setup_extension("autograd_docs.html.code_tokens")  # no span for what looks plain
     app.setup_extension("autograd_docs.html.notebooks")  # .ipynb downloads
     app.setup_extension("autograd_docs.html.page_origin")  # torch, last change, edit links
     app.setup_extension("autograd_docs.html.sitemap")  # sitemap.xml, robots.txt
