@@ -7,7 +7,10 @@ displayed twice, nothing needs closing); ``show`` renders it as a PNG output.
 
 Style: a white background (legible in furo's dark theme too), a diverging
 colormap centred at 0 (blue negative, white zero, red positive), values written
-into the cells of small matrices, at most 6.5 inches wide at 110 dpi.
+into the cells of small matrices, at most 4.8 inches wide at 110 dpi, no text
+smaller than 10 points. A phone of 375 CSS px shows a figure at most 331 px wide,
+so a figure's smallest text is at least 9 CSS px there (``png_bytes`` refuses a
+figure that breaks this, and writes the size into the PNG for the browser tests).
 """
 
 from __future__ import annotations
@@ -28,7 +31,13 @@ import torch
 from matplotlib.figure import Figure
 
 DPI = 110
-MAX_WIDTH_INCHES = 6.5
+MAX_WIDTH_INCHES = 4.8
+SMALL = 10  # points: cell values, legends, labels in boxes; the smallest text drawn
+# How wide a 375 px phone shows a figure: furo's 16 px margins and site.css's 6 px
+# frame on each side. Text must be at least LEGIBLE_PX there.
+PHONE_FIGURE_PX = 375 - 2 * 16 - 2 * 6
+LEGIBLE_PX = 9
+SMALLEST_TEXT_KEY = "Smallest text (px)"  # PNG metadata, read by the browser tests
 CMAP = "RdBu_r"  # diverging: blue < 0 < red, white at 0
 ANNOTATE_UP_TO = 8  # write values into cells when both sides are at most this
 BOX_STYLE = dict(boxstyle="round,pad=0.35", facecolor="#eef3fb", edgecolor="#34495e")
@@ -100,7 +109,7 @@ def jacobian_heatmap(ax, J, title: str, *, row_labels: Sequence[str] | None = No
                 value = matrix[i, j]
                 strong = abs(norm(value) - 0.5) > 0.3  # dark cell: white text
                 ax.text(j, i, fmt.format(value + 0.0), ha="center", va="center",
-                        fontsize=8, color="white" if strong else "black")
+                        fontsize=SMALL, color="white" if strong else "black")
     return image
 
 
@@ -141,7 +150,7 @@ def vjp_figure(J, v) -> Figure:
     ax_scaled = fig.add_subplot(grid[:, 1])
     ax_sum = fig.add_subplot(grid[1, 2])
     rows = [f"$y_{i}$" for i in range(m)]
-    jacobian_heatmap(ax_j, matrix, "$J$: row $i$ = gradient of $y_i$", norm=norm)
+    jacobian_heatmap(ax_j, matrix, "$J$: row $i$ =\ngradient of $y_i$", norm=norm)
     jacobian_heatmap(ax_scaled, scaled, "row $i$ times $v_i$", norm=norm,
                      row_labels=[f"${value:g}\\times$ row {i}"
                                  for i, value in enumerate(seed)])
@@ -219,7 +228,7 @@ def graph_figure(root, names: dict[int, str] | None = None,
                                     connectionstyle=f"arc3,rad={-0.35 if skips else 0}"))
     for node_id, label in nodes.items():
         style = LEAF_BOX_STYLE if label.startswith("AccumulateGrad") else BOX_STYLE
-        ax.text(*position[node_id], label, ha="center", va="center", fontsize=9,
+        ax.text(*position[node_id], label, ha="center", va="center", fontsize=SMALL,
                 family="monospace", bbox=style)
     ax.set_xlim(0, 1)
     ax.set_ylim(-(len(levels) - 1) - 0.5, 0.5)
@@ -247,17 +256,40 @@ def timing_figure(sizes: Sequence[int], panels: dict[str, dict[str, Sequence[flo
         ax.set_title(title)
         ax.set_xlabel(xlabel)
         ax.grid(True, which="major", color="#dddddd")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=SMALL)
     axes[0].set_ylabel("time (ms)")
-    fig.suptitle("measured on the build machine", fontsize=9, color="#555555")
+    fig.suptitle("measured on the build machine", fontsize=SMALL, color="#555555")
     return fig
 
 
+def smallest_text_px(fig: Figure) -> float:
+    """The size of the figure's smallest visible text, in pixels of the PNG."""
+    sizes = [text.get_fontsize() for text in fig.findobj(matplotlib.text.Text)
+             if text.get_visible() and text.get_text().strip()]
+    return min(sizes, default=SMALL) * DPI / 72
+
+
+def phone_text_px(fig: Figure) -> float:
+    """How big the smallest text is on a 375 px phone, where the figure shrinks to fit."""
+    width_px = fig.get_size_inches()[0] * DPI
+    return smallest_text_px(fig) * min(1.0, PHONE_FIGURE_PX / width_px)
+
+
 def png_bytes(fig: Figure) -> bytes:
-    """The figure as PNG bytes, without a timestamp or version in the metadata."""
+    """The figure as PNG bytes, without a timestamp or version in the metadata.
+
+    Raises ``ValueError`` when its smallest text would be under LEGIBLE_PX on a phone.
+    """
+    on_phone = phone_text_px(fig)
+    if on_phone < LEGIBLE_PX:
+        raise ValueError(
+            f"this figure's smallest text is {on_phone:.1f} CSS px on a 375 px phone "
+            f"(at least {LEGIBLE_PX}): draw text of at least {SMALL} points, or the "
+            f"figure at most {MAX_WIDTH_INCHES} inches wide")
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=DPI, facecolor="white",
-                metadata={"Software": None})
+                metadata={"Software": None,
+                          SMALLEST_TEXT_KEY: f"{smallest_text_px(fig):.2f}"})
     return buffer.getvalue()
 
 
@@ -266,6 +298,21 @@ def show(fig: Figure) -> None:
     from IPython.display import Image, display
 
     display(Image(data=png_bytes(fig), format="png"))
+
+
+def _check_legibility(fig: Figure) -> None:
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png_bytes(fig))) as png:
+        assert float(png.text[SMALLEST_TEXT_KEY]) == round(SMALL * DPI / 72, 2), png.text
+    too_small = Figure(figsize=(6.5, 2), dpi=DPI)  # the site's old width and legend size
+    too_small.text(0.5, 0.5, "an 8-point legend", fontsize=8)
+    try:
+        png_bytes(too_small)
+    except ValueError as error:
+        assert "5.7 CSS px on a 375 px phone" in str(error), error
+    else:
+        raise AssertionError("8-point text in a figure 6.5 inches wide is refused")
 
 
 def main() -> None:
@@ -312,6 +359,7 @@ def main() -> None:
             assert width_px <= MAX_WIDTH_INCHES * DPI + 1, (name, width_px)
         again = png_bytes(fig_graph)
         assert again == (Path(tmp) / "graph.png").read_bytes(), "output is deterministic"
+    _check_legibility(fig_jacobian)
     print("✓ every figure kind draws, and each shows what it claims")
 
 
@@ -334,7 +382,7 @@ def count_figure(xs: Sequence[float], series: dict[str, Sequence[float]], xlabel
     for style, (name, values) in zip(COUNT_STYLES, series.items()):
         (line,) = ax.plot(xs, values, label=name, linewidth=1.6, **style)
         ax.annotate(f"{values[-1]:,.0f}", (xs[-1], values[-1]), textcoords="offset points",
-                    xytext=(6, 0), va="center", fontsize=8, color=line.get_color())
+                    xytext=(6, 0), va="center", fontsize=SMALL, color=line.get_color())
     if logx:
         ax.set_xscale("log")
     ax.set_xlabel(xlabel)
@@ -342,7 +390,7 @@ def count_figure(xs: Sequence[float], series: dict[str, Sequence[float]], xlabel
     ax.set_ylim(bottom=0)
     ax.margins(x=0.12)
     ax.grid(True, color="#dddddd")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=SMALL)
     if title:
         ax.set_title(title)
     return fig
@@ -389,9 +437,9 @@ def jvp_figure(J, u) -> Figure:
     norm = symmetric_norm(matrix, scaled, total)
     fig = Figure(figsize=(MAX_WIDTH_INCHES, 1.4 + 0.55 * m), dpi=DPI,
                  facecolor="white", layout="constrained")
-    grid = fig.add_gridspec(1, 3, width_ratios=[n, n, 1.6])
+    grid = fig.add_gridspec(1, 3, width_ratios=[n, n, 1.2])
     ax_j, ax_scaled, ax_sum = (fig.add_subplot(grid[0, k]) for k in range(3))
-    jacobian_heatmap(ax_j, matrix, "$J$: column $j$ = response to $x_j$", norm=norm)
+    jacobian_heatmap(ax_j, matrix, "$J$: column $j$ =\nresponse to $x_j$", norm=norm)
     jacobian_heatmap(ax_scaled, scaled, "column $j$ times $u_j$", norm=norm,
                      col_labels=[f"${value:g}\\times$\ncol {j}"
                                  for j, value in enumerate(tangent)])
@@ -408,7 +456,11 @@ def kinks_figure(curves: dict[str, tuple[object, object, float]]) -> Figure:
     ``nan`` as a marker only. The slope is written in the panel's title.
     """
     count = len(curves)
-    fig, axes = new_figure(height=2.4, ncols=count, sharey=False)
+    ncols = min(count, 2)  # two to a row: a title of 10-point monospace needs the room
+    nrows = -(-count // ncols)
+    fig, axes = new_figure(height=2.4 * nrows, ncols=ncols, nrows=nrows, sharey=False)
+    for ax in axes[count:]:
+        ax.set_visible(False)
     for ax, (title, (xs, ys, slope)) in zip(axes, curves.items()):
         xs = torch.as_tensor(xs).detach().to(torch.float64).numpy()
         ys = torch.as_tensor(ys).detach().to(torch.float64).numpy()
@@ -421,7 +473,7 @@ def kinks_figure(curves: dict[str, tuple[object, object, float]]) -> Figure:
             ax.axvline(0.0, linestyle="--", color="#d35400", linewidth=1.5)
         ax.plot([0.0], [at_zero], "o", color="#d35400", markersize=6)
         ax.set_ylim(min(ys.min(), -0.25) - 0.1, ys.max() + 0.15)
-        ax.set_title(f"{title}\nslope at 0: {slope:g}", family="monospace", fontsize=9)
+        ax.set_title(f"{title}\nslope at 0: {slope:g}", family="monospace", fontsize=SMALL)
         ax.axhline(0.0, color="#bbbbbb", linewidth=0.6, zorder=0)
         ax.axvline(0.0, color="#bbbbbb", linewidth=0.6, zorder=0)
         ax.set_xlim(min(xs.min(), -0.1), xs.max())
@@ -467,7 +519,7 @@ def complex_gradient_figure(z, grad, loss, title: str = "", *, unit: bool = Fals
         fine, fine_values = points, values
     contours = ax.contour(fine.real, fine.imag, fine_values, levels=levels or 10,
                           colors="#888888", linewidths=0.7)
-    ax.clabel(contours, fontsize=7, fmt="%.2g")
+    ax.clabel(contours, fontsize=SMALL, fmt="%.2g")
     ax.quiver(points.real, points.imag, slopes.real, slopes.imag, color="#c0392b",
               angles="xy", pivot="tail", width=0.005,
               **(dict(scale_units="xy", scale=1 / (0.8 * _grid_step(points))) if unit else {}))
@@ -560,7 +612,7 @@ def curves_figure(t, curves: dict[str, object], *, xlabel: str = "$t$",
     ax.axhline(0, color="#999999", linewidth=0.6)
     ax.set_xlabel(xlabel)
     ax.grid(True, color="#e5e5e5")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=SMALL)
     if title:
         ax.set_title(title)
     return fig

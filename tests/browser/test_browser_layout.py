@@ -10,14 +10,21 @@ whole site, at a phone's (375 px) and a desktop's (1280 px) width.
   page that cannot scroll that far, be on screen.
 * Code a phone can read: at 375 px no code cell or output on the first pages a
   reader opens scrolls sideways, and at most half of the site's code blocks do.
+* Figures a phone can read: the smallest text of every figure (which the build
+  writes into its PNG) is at least 9 CSS px at the size the page shows it.
 """
 
 from __future__ import annotations
 
-from urllib.parse import urldefrag
+import sys
+from urllib.parse import unquote, urldefrag, urlparse
 
 import pytest
-from built_site import DESKTOP, PHONE, next_frame, site_pages
+from built_site import DESKTOP, PHONE, ROOT, SITE, next_frame, site_pages, site_prefix
+from PIL import Image
+
+sys.path.insert(0, str(ROOT / "snippets"))
+from figures import LEGIBLE_PX, SMALLEST_TEXT_KEY  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.build]
 
@@ -170,4 +177,37 @@ def test_code_fits_a_phone(page, traffic):
     too_many = {kind: f"{share:.0%}" for kind, share in shares.items() if share > 0.5}
     assert not too_many, (f"at {PHONE['width']} px more than half of the site's blocks "
                           f"scroll sideways: {too_many}")
+    assert not traffic.console_errors
+
+
+# Every figure of the open page: [its file's path, its natural width, the width of
+# the picture on screen (the frame site.css draws around it taken off)].
+FIGURES = """() => [...document.querySelectorAll('article .cell_output img')].map(img => {
+  const style = getComputedStyle(img);
+  const frame = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
+  return [new URL(img.currentSrc || img.src).pathname, img.naturalWidth,
+          img.getBoundingClientRect().width - frame];
+})"""
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_figure_text_is_legible(page, traffic, width):
+    page.set_viewport_size(WIDTHS[width])
+    prefix, seen, small = site_prefix(), 0, []
+    for path in [path for path in CONTENT if "_images/" in (SITE / path).read_text("utf8")]:
+        page.goto(path, wait_until="load")
+        page.wait_for_function("() => [...document.images].every(img => img.complete)")
+        for src, natural, shown in page.evaluate(FIGURES):
+            file = SITE / unquote(urlparse(src).path).removeprefix(prefix)
+            with Image.open(file) as png:
+                smallest = png.text.get(SMALLEST_TEXT_KEY)
+            assert smallest, f"{path}: {file.name} was not drawn by figures.show"
+            seen += 1
+            on_screen = float(smallest) * shown / natural
+            if on_screen < LEGIBLE_PX:
+                small.append(f"{path}: {file.name}: {on_screen:.1f} px")
+    print(f"{seen} figures at {WIDTHS[width]['width']} px")
+    assert seen >= 10, f"only {seen} figures: is the site built?"
+    assert not small, (f"figure text under {LEGIBLE_PX} CSS px at "
+                       f"{WIDTHS[width]['width']} px:\n  " + "\n  ".join(small))
     assert not traffic.console_errors
