@@ -16,8 +16,9 @@ figure that breaks this, and writes the size into the PNG for the browser tests)
 from __future__ import annotations
 
 import io
+import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -70,6 +71,17 @@ def _as_matrix(values) -> np.ndarray:
     return array
 
 
+def short_number(value: float) -> str:
+    """Two decimals without the leading zero (-.02, .50, 1.00): fits a narrow cell."""
+    return re.sub(r"^(-?)0\.", r"\1.", f"{value:.2f}")
+
+
+def text_shade(color) -> tuple[float, float, float]:
+    """A darker shade of a line's colour, for text beside the line on white (>= 4.5:1)."""
+    red, green, blue = matplotlib.colors.to_rgb(color)
+    return (0.6 * red, 0.6 * green, 0.6 * blue)
+
+
 def symmetric_norm(*matrices) -> matplotlib.colors.Normalize:
     """A colour scale centred at 0 that covers every given matrix."""
     largest = max(float(np.abs(_as_matrix(m)).max()) for m in matrices)
@@ -80,7 +92,7 @@ def symmetric_norm(*matrices) -> matplotlib.colors.Normalize:
 def jacobian_heatmap(ax, J, title: str, *, row_labels: Sequence[str] | None = None,
                      col_labels: Sequence[str] | None = None,
                      norm: matplotlib.colors.Normalize | None = None,
-                     annotate: bool | None = None, fmt: str = "{:.2f}"):
+                     annotate: bool | None = None, fmt: str | Callable[[float], str] = "{:.2f}"):
     """Draw the matrix ``J`` as a heatmap: row i on top of row i+1, like the maths.
 
     Rows are labelled ``y_i`` and columns ``x_j`` unless labels are given. Small
@@ -108,7 +120,8 @@ def jacobian_heatmap(ax, J, title: str, *, row_labels: Sequence[str] | None = No
             for j in range(n):
                 value = matrix[i, j]
                 strong = abs(norm(value) - 0.5) > 0.3  # dark cell: white text
-                ax.text(j, i, fmt.format(value + 0.0), ha="center", va="center",
+                text = fmt(value + 0.0) if callable(fmt) else fmt.format(value + 0.0)
+                ax.text(j, i, text, ha="center", va="center",
                         fontsize=SMALL, color="white" if strong else "black")
     return image
 
@@ -127,9 +140,9 @@ def jacobian_gallery(named_jacobians: dict[str, object], ncols: int = 2) -> Figu
     """Several Jacobians side by side, each on its own scale centred at 0."""
     count = len(named_jacobians)
     nrows = -(-count // ncols)
-    fig, axes = new_figure(height=3.0 * nrows, ncols=ncols, nrows=nrows)
+    fig, axes = new_figure(height=2.7 * nrows, ncols=ncols, nrows=nrows)
     for ax, (title, J) in zip(axes, named_jacobians.items()):
-        jacobian_heatmap(ax, J, title)
+        jacobian_heatmap(ax, J, title, fmt=short_number)
     for ax in axes[count:]:
         ax.set_visible(False)
     return fig
@@ -219,12 +232,12 @@ def graph_figure(root, names: dict[int, str] | None = None,
                                if c == node_id and p in position] for node_id in ids}
         ids.sort(key=lambda node_id: np.mean(parents_x[node_id] or [0.5]))
         for k, node_id in enumerate(ids):
-            position[node_id] = ((k + 1) / (len(ids) + 1), -level)
+            position[node_id] = ((k + 0.5) / len(ids), -level)
     for parent, child in edges:
         skips = depth[child] - depth[parent] > 1  # bend long arrows around boxes
         ax.annotate("", xy=position[child], xytext=position[parent],
                     arrowprops=dict(arrowstyle="-|>", color="#34495e", shrinkA=14,
-                                    shrinkB=14, linewidth=1.2,
+                                    shrinkB=14 + 8 * nodes[child].count("\n"), linewidth=1.2,
                                     connectionstyle=f"arc3,rad={-0.35 if skips else 0}"))
     for node_id, label in nodes.items():
         style = LEAF_BOX_STYLE if label.startswith("AccumulateGrad") else BOX_STYLE
@@ -382,13 +395,14 @@ def count_figure(xs: Sequence[float], series: dict[str, Sequence[float]], xlabel
     for style, (name, values) in zip(COUNT_STYLES, series.items()):
         (line,) = ax.plot(xs, values, label=name, linewidth=1.6, **style)
         ax.annotate(f"{values[-1]:,.0f}", (xs[-1], values[-1]), textcoords="offset points",
-                    xytext=(6, 0), va="center", fontsize=SMALL, color=line.get_color())
+                    xytext=(6, 0), va="center", fontsize=SMALL, color=text_shade(line.get_color()))
     if logx:
         ax.set_xscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
     ax.margins(x=0.12)
+    ax.spines[["top", "right"]].set_visible(False)  # no frame line through the end labels
     ax.grid(True, color="#dddddd")
     ax.legend(fontsize=SMALL)
     if title:
@@ -437,7 +451,7 @@ def jvp_figure(J, u) -> Figure:
     norm = symmetric_norm(matrix, scaled, total)
     fig = Figure(figsize=(MAX_WIDTH_INCHES, 1.4 + 0.55 * m), dpi=DPI,
                  facecolor="white", layout="constrained")
-    grid = fig.add_gridspec(1, 3, width_ratios=[n, n, 1.2])
+    grid = fig.add_gridspec(1, 3, width_ratios=[n, n, 1])  # equal cells: rows line up
     ax_j, ax_scaled, ax_sum = (fig.add_subplot(grid[0, k]) for k in range(3))
     jacobian_heatmap(ax_j, matrix, "$J$: column $j$ =\nresponse to $x_j$", norm=norm)
     jacobian_heatmap(ax_scaled, scaled, "column $j$ times $u_j$", norm=norm,
@@ -519,7 +533,9 @@ def complex_gradient_figure(z, grad, loss, title: str = "", *, unit: bool = Fals
         fine, fine_values = points, values
     contours = ax.contour(fine.real, fine.imag, fine_values, levels=levels or 10,
                           colors="#888888", linewidths=0.7)
-    ax.clabel(contours, fontsize=SMALL, fmt="%.2g")
+    for label in ax.clabel(contours, fontsize=SMALL, fmt="%.2g"):
+        label.set(zorder=3, bbox=dict(boxstyle="round,pad=0.1", facecolor="white",
+                                      edgecolor="none", alpha=0.85))
     ax.quiver(points.real, points.imag, slopes.real, slopes.imag, color="#c0392b",
               angles="xy", pivot="tail", width=0.005,
               **(dict(scale_units="xy", scale=1 / (0.8 * _grid_step(points))) if unit else {}))
