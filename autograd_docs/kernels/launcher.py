@@ -53,11 +53,13 @@ def main() -> None:
         server.connect(socket_path)
     except OSError as error:
         _plain_kernel(kernel_args, f"fork server unreachable ({error})")
-    request = json.dumps({
-        "argv": [PAGE_KERNEL, *kernel_args],
-        "cwd": os.getcwd(),
-        "env": dict(os.environ),
-    }).encode()
+    request = json.dumps(
+        {
+            "argv": [PAGE_KERNEL, *kernel_args],
+            "cwd": os.getcwd(),
+            "env": dict(os.environ),
+        }
+    ).encode()
     socket.send_fds(server, [struct.pack("!I", len(request))], _standard_fds())
     server.sendall(request)
 
