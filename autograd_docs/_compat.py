@@ -160,8 +160,10 @@ def _executes_page(app: Sphinx, path: Path) -> bool:
     from myst_nb.core.read import create_nb_reader
 
     text = path.read_text(encoding="utf8")
-    config = app.env.mystnb_config
-    reader = create_nb_reader(str(path), app.env.myst_config, config, text)
+    # Set on the environment by myst-nb's and myst-parser's builder-inited handlers.
+    config = app.env.mystnb_config  # type: ignore[attr-defined]
+    parser_config = app.env.myst_config  # type: ignore[attr-defined]
+    reader = create_nb_reader(str(path), parser_config, config, text)
     if reader is None:
         return False
     notebook = reader.read(text)
@@ -217,7 +219,7 @@ def serialize_cache_access() -> None:
             with FileLock(Path(self._path) / "autograd-docs.lock"):
                 return _original(self, *args, **kwargs)
 
-        serialized.serialized = True
+        serialized.serialized = True  # type: ignore[attr-defined]  # marked: never wrapped twice
         setattr(JupyterCacheBase, name, serialized)
 
 
@@ -315,8 +317,9 @@ def save_environment_with_config(config_to_save: Callable[[Config], Config | Non
             state["config"] = saved
         return state
 
-    __getstate__._autograd_docs_original = original
-    BuildEnvironment.__getstate__ = __getstate__
+    # The monkeypatch, marked with the original it wraps: a second call wraps that.
+    __getstate__._autograd_docs_original = original  # type: ignore[attr-defined]
+    BuildEnvironment.__getstate__ = __getstate__  # type: ignore[method-assign]
 
 
 def complete_incremental_search_index() -> None:
@@ -374,7 +377,7 @@ def complete_incremental_search_index() -> None:
             self._index_entries.update(in_page_order)
             return super().freeze()
 
-    sphinx.search.IndexBuilder = IndexBuilder
+    sphinx.search.IndexBuilder = IndexBuilder  # type: ignore[misc]  # the monkeypatch
 
 
 def execution_seconds(env, docname: str) -> float | None:

@@ -81,7 +81,7 @@ def estimate(cells: int, lines: int, measured: float | None, executes: bool) -> 
 
 def chunk_sizes(n: int, nproc: int) -> list[int]:
     """The sizes of the chunks Sphinx cuts ``n`` pages into (its own function)."""
-    return [len(chunk) for chunk in make_chunks(list(range(n)), nproc)]
+    return [len(chunk) for chunk in make_chunks([str(i) for i in range(n)], nproc)]
 
 
 def start_order(nchunks: int, nproc: int) -> list[int]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from autograd_docs.diagnostics import AuthorError, report, shown_path
 
@@ -67,7 +68,7 @@ def _report_failed_cell(client) -> None:
             if cell.cell_type == "code" and cell.get("execution_count")
         ]
         code = [i for i, cell in enumerate(cells) if cell.cell_type == "code"]
-        index = started[-1] if started else (code or [None])[0]
+        index = started[-1] if started else (code[0] if code else None)
         timeout = client.notebook.metadata.get("execution", {}).get(
             "timeout", client.nb_config.execution_timeout
         )
@@ -78,6 +79,7 @@ def _report_failed_cell(client) -> None:
             timeout=timeout,
         )
         return
+    no_cell: tuple[None, dict[str, Any]] = (None, {})  # no cell shows the error
     index, failure = next(
         (
             (i, out)
@@ -87,7 +89,7 @@ def _report_failed_cell(client) -> None:
             if out.get("output_type") == "error"
             and "raises-exception" not in cell.get("metadata", {}).get("tags", [])
         ),
-        (None, {}),
+        no_cell,
     )
     name = failure.get("ename", error)
     value = "; ".join(

@@ -44,7 +44,8 @@ class _Prose:
 
     @classmethod
     def of(cls, raw: str, first_line: int) -> _Prose:
-        folded, offsets = [], []
+        folded: list[str] = []
+        offsets: list[int] = []
         for word in WORD.finditer(raw):
             if folded:
                 folded.append(" ")

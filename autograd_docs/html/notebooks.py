@@ -174,13 +174,11 @@ def script_code(cell: nbformat.NotebookNode) -> str:
     except SyntaxError:
         tree = None
     last = tree.body[-1] if tree and tree.body else None
-    if (
-        isinstance(last, ast.Expr)
-        and last.col_offset == 0
-        and not lines[last.end_lineno - 1].rstrip().endswith(";")
-    ):
-        start, end = last.lineno - 1, last.end_lineno
-        lines[start:end] = ["show_value((", *["    " + line for line in lines[start:end]], "))"]
+    if isinstance(last, ast.Expr) and last.col_offset == 0:
+        assert last.end_lineno is not None  # ast.parse gives every statement its end
+        if not lines[last.end_lineno - 1].rstrip().endswith(";"):
+            start, end = last.lineno - 1, last.end_lineno
+            lines[start:end] = ["show_value((", *["    " + line for line in lines[start:end]], "))"]
     code = "\n".join(lines)
     if "raises-exception" in cell.metadata.get("tags", []):
         code = (

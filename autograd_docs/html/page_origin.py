@@ -22,6 +22,7 @@ from pathlib import Path
 from sphinx.application import Sphinx
 from sphinx.util import logging as sphinx_logging
 
+from autograd_docs import build_state
 from autograd_docs.html import repository
 
 logger = sphinx_logging.getLogger(__name__)
@@ -58,11 +59,11 @@ def _read_dates(app: Sphinx) -> None:
     dates = changed_on(Path(app.srcdir))
     if dates is None:
         logger.info("the site is not in a git checkout: pages get no last-changed date")
-    app.autograd_docs_dates = dates or {}
+    build_state.of(app).dates = dates or {}
 
 
 def _reread_pages_whose_date_moved(app: Sphinx, env, added, changed, removed) -> list[str]:
-    dates = app.autograd_docs_dates
+    dates = build_state.of(app).dates
     before = getattr(env, DATES, None)
     setattr(env, DATES, dates)
     if before is None:

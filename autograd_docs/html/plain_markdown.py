@@ -173,8 +173,8 @@ def plain_markdown(text: str, md: MarkdownIt, links: Links) -> str:
     line, index = 0, 0
     while line < len(lines):
         if index < len(blocks) and blocks[index][0] == line:
-            start, end, new = blocks[index]
-            out.extend(lines[start:end] if new is None else new)
+            start, end, rewritten = blocks[index]
+            out.extend(lines[start:end] if rewritten is None else rewritten)
             line, index = end, index + 1
             continue
         current = lines[line]

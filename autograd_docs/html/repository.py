@@ -23,6 +23,8 @@ from pathlib import Path
 from sphinx.application import Sphinx
 from sphinx.util import logging as sphinx_logging
 
+from autograd_docs import build_state
+
 NOTEBOOKS_BRANCH = "notebooks"  # where .github/workflows/docs.yml pushes the notebooks
 GITHUB_URL = re.compile(
     r"^(?:https://(?:[^@/]+@)?github\.com/|git@github\.com:|ssh://git@github\.com/)"
@@ -77,8 +79,8 @@ def find(root: Path, environ: Mapping[str, str] = os.environ) -> Repository | No
 
 
 def _find_once(app: Sphinx) -> None:
-    # One lookup per build, kept on the application: every link reads it (of).
-    app.autograd_docs_repository = found = find(Path(app.confdir))
+    # One lookup per build, kept with the build's state: every link reads it (of).
+    build_state.of(app).repository = found = find(Path(app.confdir))
     if found is None:
         sphinx_logging.getLogger(__name__).info(
             "no repository address (GITHUB_REPOSITORY, READTHEDOCS_GIT_CLONE_URL or a "
@@ -88,7 +90,7 @@ def _find_once(app: Sphinx) -> None:
 
 def of(app: Sphinx) -> Repository | None:
     """The repository this build is from, as read once when the builder started."""
-    return getattr(app, "autograd_docs_repository", None)
+    return build_state.of(app).repository
 
 
 def setup(app: Sphinx) -> dict:

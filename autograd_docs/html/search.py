@@ -159,7 +159,7 @@ def _link_target(app: Sphinx, docname: str, xref: addnodes.pending_xref) -> str 
     """The page a `{ref}` or `{doc}` points to (terms and API names are lookups)."""
     target = xref.get("reftarget", "")
     if xref.get("reftype") == "ref":
-        label = app.env.get_domain("std").labels.get(target)
+        label = app.env.domains.standard_domain.labels.get(target)
         return label[0] if label else None
     if xref.get("reftype") == "doc":
         return docname_join(docname, target)  # relative, or absolute with a "/"

@@ -188,6 +188,7 @@ class ForkServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        assert self.process.stdin is not None  # Popen(stdin=PIPE)
         self.process.stdin.close()
         shutil.rmtree(self.folder, ignore_errors=True)  # the server removes it first
         # Last, the lock: the folder is gone before anyone may take it.
@@ -225,11 +226,12 @@ def launcher_argv(socket_path: str) -> list[str]:
     ]
 
 
-def _start_server(app: Sphinx) -> None:
+def _start_server(app: Sphinx) -> ForkServer:
     global _server
     if _server is None:
         _server = ForkServer(kernel_environment(Path(app.confdir)))
         atexit.register(_stop_server)
+    return _server
 
 
 def _sources_changed(app: Sphinx) -> bool:
@@ -277,10 +279,10 @@ def _install_kernelspec(app: Sphinx, env, docnames: list[str]) -> None:
         argv = plain_kernel_argv()
     else:
         global _forked_pages
-        _start_server(app)
-        argv = launcher_argv(_server.socket_path)
+        server = _start_server(app)
+        argv = launcher_argv(server.socket_path)
         if os.environ.get(PROTOCOL_SWITCH) != "1":
-            _forked_pages = (_server.socket_path, environment)
+            _forked_pages = (server.socket_path, environment)
     spec = {
         "argv": argv,
         "display_name": "Python 3 (ipykernel)",

@@ -138,6 +138,9 @@ class ForkedPageClient:
     def __init__(self, manager: ForkedPageManager) -> None:
         self._manager = manager
         self._executed = 0
+        # nbclient asks for the client once start_kernel has returned: the child
+        # is forked and its reader made.
+        assert manager.reader is not None
         self.shell_channel = _Channel(manager.reader, "shell")
         self.iopub_channel = _Channel(manager.reader, "iopub")
 

@@ -46,7 +46,8 @@ def _as_a_kernel_app_would() -> None:
 
     if not os.environ.get("MPLBACKEND"):
         os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
-    InteractiveShellApp.init_path(types.SimpleNamespace(ignore_cwd=False))
+    # As a method of no app: init_path reads only ``self.ignore_cwd``.
+    InteractiveShellApp.init_path(types.SimpleNamespace(ignore_cwd=False))  # type: ignore[arg-type]
 
 
 def _kernel():
