@@ -31,8 +31,10 @@ html: $(INSTALLED) $(NODE_MODULES) ## Build the site into _build/html, executing
 
 test: lint html doctest pytest ## Everything CI checks: lint, strict build, doctests, pytest (browser too)
 
-lint: $(INSTALLED) ## Check the Python with ruff and the workflows with zizmor (offline)
+lint: $(INSTALLED) ## Check the Python with ruff, the engine with ruff format and mypy, the workflows with zizmor (offline)
 	$(PYTHON) -m ruff check .
+	$(PYTHON) -m ruff format --check autograd_docs
+	$(PYTHON) -m mypy
 	$(VENV)/bin/zizmor --offline --quiet .github/workflows/
 
 doctest: $(INSTALLED) ## Run the {doctest} blocks on every page

@@ -34,4 +34,11 @@ def setup(app: Sphinx) -> dict:
     app.setup_extension("autograd_docs.html.hidden_cells")  # axe: hidden cells named
     app.setup_extension("autograd_docs.html.checked_claims")  # readers see what was proved
     app.setup_extension("autograd_docs.html.reproducible")  # incremental builds equal clean
-    return {"parallel_read_safe": True, "parallel_write_safe": True}
+    # Imported here, not with the module: the kernels import the package (above).
+    from importlib.metadata import version
+
+    return {
+        "version": version("autograd-docs"),  # pyproject.toml's, as installed
+        "parallel_read_safe": True,
+        "parallel_write_safe": True,
+    }

@@ -34,13 +34,15 @@ WRITTEN_AGAINST = {
 
 # -- myst-parser 5.2.0 ---------------------------------------------------------------
 
+
 def is_myst_config_dump(record: logging.LogRecord) -> bool:
     """myst-parser logs its whole ``MdParserConfig`` at builder-inited (one long
     line). Matched on the logged object's type, not on wording."""
     from myst_parser.config.main import MdParserConfig
 
     return isinstance(record.args, tuple) and any(
-        isinstance(arg, MdParserConfig) for arg in record.args)
+        isinstance(arg, MdParserConfig) for arg in record.args
+    )
 
 
 # -- myst-nb 1.4.0 -------------------------------------------------------------------
@@ -99,8 +101,12 @@ def quiet_nbclient_timeout_line() -> None:
 
 # What myst-nb logs per page (on a logger named "mystnb-<docname>", the message
 # ending " [mystnb]"): replaced by one line per page (build_log.py).
-_MYSTNB_PAGE_LINES = ("Executing notebook using ", "Executed notebook in ",
-                      "Cached executed notebook: ", "Using cached notebook: ")
+_MYSTNB_PAGE_LINES = (
+    "Executing notebook using ",
+    "Executed notebook in ",
+    "Cached executed notebook: ",
+    "Using cached notebook: ",
+)
 
 
 def is_mystnb_noise(record: logging.LogRecord) -> bool:
@@ -116,7 +122,8 @@ def is_mystnb_noise(record: logging.LogRecord) -> bool:
     if record.levelno != logging.INFO:
         return False
     if isinstance(record.args, tuple) and any(
-            isinstance(arg, NbParserConfig) for arg in record.args):
+        isinstance(arg, NbParserConfig) for arg in record.args
+    ):
         return True
     message = logging.LogRecord.getMessage(record)
     if record.name.startswith("sphinx.mystnb-"):  # myst_nb.core.loggers.SphinxDocLogger
@@ -153,8 +160,10 @@ def _executes_page(app: Sphinx, path: Path) -> bool:
     from myst_nb.core.read import create_nb_reader
 
     text = path.read_text(encoding="utf8")
-    config = app.env.mystnb_config
-    reader = create_nb_reader(str(path), app.env.myst_config, config, text)
+    # Set on the environment by myst-nb's and myst-parser's builder-inited handlers.
+    config = app.env.mystnb_config  # type: ignore[attr-defined]
+    parser_config = app.env.myst_config  # type: ignore[attr-defined]
+    reader = create_nb_reader(str(path), parser_config, config, text)
     if reader is None:
         return False
     notebook = reader.read(text)
@@ -170,6 +179,7 @@ def _executes_page(app: Sphinx, path: Path) -> bool:
 
 
 # -- jupyter-cache 1.0.1 -------------------------------------------------------------
+
 
 def wrap_executenb(wrapper: Callable) -> None:
     """Replace the ``executenb`` (nbclient's ``execute``) that jupyter-cache's
@@ -209,7 +219,7 @@ def serialize_cache_access() -> None:
             with FileLock(Path(self._path) / "autograd-docs.lock"):
                 return _original(self, *args, **kwargs)
 
-        serialized.serialized = True
+        serialized.serialized = True  # type: ignore[attr-defined]  # marked: never wrapped twice
         setattr(JupyterCacheBase, name, serialized)
 
 
@@ -222,6 +232,7 @@ def create_cache_database(path: str) -> None:
 
 
 # -- Sphinx 9.0.4 --------------------------------------------------------------------
+
 
 def replace_std_missing_reference_handler(app: Sphinx, handler: Callable) -> None:
     """Connect ``handler`` to warn-missing-reference in place of Sphinx's own for
@@ -264,10 +275,12 @@ def log_handlers() -> tuple[logging.Handler, logging.Handler]:
 
 
 def is_sphinx_noise(record: logging.LogRecord) -> bool:
-    """"Writing evaluated template result to <absolute path>", one line per static
+    """ "Writing evaluated template result to <absolute path>", one line per static
     template (``sphinx.util.fileutil.copy_asset_file``), matched on its type."""
     return (getattr(record, "type", None), getattr(record, "subtype", None)) == (
-        "misc", "template_evaluation")
+        "misc",
+        "template_evaluation",
+    )
 
 
 def status_line_is_rewritten(app: Sphinx) -> bool:
@@ -304,8 +317,9 @@ def save_environment_with_config(config_to_save: Callable[[Config], Config | Non
             state["config"] = saved
         return state
 
-    __getstate__._autograd_docs_original = original
-    BuildEnvironment.__getstate__ = __getstate__
+    # The monkeypatch, marked with the original it wraps: a second call wraps that.
+    __getstate__._autograd_docs_original = original  # type: ignore[attr-defined]
+    BuildEnvironment.__getstate__ = __getstate__  # type: ignore[method-assign]
 
 
 def complete_incremental_search_index() -> None:
@@ -343,7 +357,8 @@ def complete_incremental_search_index() -> None:
             for entry, places in frozen.get("indexentries", {}).items():
                 for doc, target_id, main in places:
                     entries.setdefault(frozen["docnames"][doc], []).append(
-                        (entry, target_id, "main" if main else ""))
+                        (entry, target_id, "main" if main else "")
+                    )
             self._index_entries.clear()
             self._index_entries.update(entries)
 
@@ -362,7 +377,7 @@ def complete_incremental_search_index() -> None:
             self._index_entries.update(in_page_order)
             return super().freeze()
 
-    sphinx.search.IndexBuilder = IndexBuilder
+    sphinx.search.IndexBuilder = IndexBuilder  # type: ignore[misc]  # the monkeypatch
 
 
 def execution_seconds(env, docname: str) -> float | None:
@@ -378,6 +393,7 @@ def execution_seconds(env, docname: str) -> float | None:
 
 
 # -- Sphinx 9.0.4: intersphinx's loaded inventory; myst-parser 5.2.0: its config ----
+
 
 def intersphinx_urls(env) -> dict[str, str]:
     """``"py:function torch.x"`` -> the URL intersphinx links that name to.
@@ -400,6 +416,10 @@ def myst_config(app: Sphinx):
     config = getattr(app.env, "myst_config", None)
     if isinstance(config, MdParserConfig):
         return config
-    return MdParserConfig(**{
-        name: app.config[f"myst_{name}"] for name, _, field in MdParserConfig().as_triple()
-        if "sphinx" not in field.metadata.get("omit", [])})
+    return MdParserConfig(
+        **{
+            name: app.config[f"myst_{name}"]
+            for name, _, field in MdParserConfig().as_triple()
+            if "sphinx" not in field.metadata.get("omit", [])
+        }
+    )

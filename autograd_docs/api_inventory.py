@@ -27,9 +27,17 @@ BASE_URL = "https://docs.pytorch.org/docs/stable/"
 # {py:func}`torch.autograd.grad`, {py:meth}`~torch.Tensor.backward`, {py:func}`text <name>`
 ROLE = re.compile(r"\{py:(\w+)\}`(?:[^`<]*<)?~?([\w.]+)>?`")
 # The role's object type in an inventory (what intersphinx matches a role against).
-OBJECT_TYPES = {"func": "function", "meth": "method", "class": "class", "attr": "attribute",
-                "mod": "module", "exc": "exception", "data": "data", "const": "data",
-                "obj": "data"}
+OBJECT_TYPES = {
+    "func": "function",
+    "meth": "method",
+    "class": "class",
+    "attr": "attribute",
+    "mod": "module",
+    "exc": "exception",
+    "data": "data",
+    "const": "data",
+    "obj": "data",
+}
 
 # Pages PyTorch documents with autodoc on a page of their own, not autosummary's
 # generated/<name>.html: the page, then the object's anchor on it.
@@ -41,8 +49,11 @@ OWN_PAGES = {
 
 def names_used(docs: Path = ROOT / "docs") -> set[tuple[str, str]]:
     """Every (role, name) written as a ``{py:...}`` role on a page."""
-    return {(role, name) for page in sorted(docs.rglob("*.md"))
-            for role, name in ROLE.findall(page.read_text(encoding="utf8"))}
+    return {
+        (role, name)
+        for page in sorted(docs.rglob("*.md"))
+        for role, name in ROLE.findall(page.read_text(encoding="utf8"))
+    }
 
 
 def uri(role: str, name: str) -> str:
@@ -63,10 +74,11 @@ def uri(role: str, name: str) -> str:
 
 def inventory(names: set[tuple[str, str]], version: str) -> bytes:
     """A Sphinx objects.inv (version 2) for ``names``."""
-    lines = sorted(f"{name} py:{OBJECT_TYPES[role]} 1 {uri(role, name)} -"
-                   for role, name in names)
-    header = ("# Sphinx inventory version 2\n# Project: PyTorch\n"
-              f"# Version: {version}\n# The remainder of this file is compressed using zlib.\n")
+    lines = sorted(f"{name} py:{OBJECT_TYPES[role]} 1 {uri(role, name)} -" for role, name in names)
+    header = (
+        "# Sphinx inventory version 2\n# Project: PyTorch\n"
+        f"# Version: {version}\n# The remainder of this file is compressed using zlib.\n"
+    )
     return header.encode() + zlib.compress(("\n".join(lines) + "\n").encode(), 9)
 
 
@@ -76,11 +88,14 @@ def main() -> int:
     from autograd_docs.api_roles import problem
 
     names = names_used()
-    wrong = sorted(f"{{py:{role}}}`{name}`: {why}" for role, name in names
-                   if (why := problem(role, name)))
+    wrong = sorted(
+        f"{{py:{role}}}`{name}`: {why}" for role, name in names if (why := problem(role, name))
+    )
     if wrong:
-        print("not written: these names do not match the installed torch\n  "
-              + "\n  ".join(wrong), file=sys.stderr)
+        print(
+            "not written: these names do not match the installed torch\n  " + "\n  ".join(wrong),
+            file=sys.stderr,
+        )
         return 1
     INVENTORY.parent.mkdir(exist_ok=True)
     INVENTORY.write_bytes(inventory(names, torch.__version__.split("+")[0]))

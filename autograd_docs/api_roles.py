@@ -30,12 +30,18 @@ from autograd_docs.diagnostics import AuthorError, report
 
 # What each role promises about the object it names, and how to say it.
 KINDS = {
-    "func": ("a function", lambda parent, obj: (
-        callable(obj) and not inspect.isclass(obj) and not inspect.isclass(parent))),
+    "func": (
+        "a function",
+        lambda parent, obj: (
+            callable(obj) and not inspect.isclass(obj) and not inspect.isclass(parent)
+        ),
+    ),
     "meth": ("a method", lambda parent, obj: inspect.isclass(parent) and callable(obj)),
     "class": ("a class", lambda parent, obj: inspect.isclass(obj)),
-    "exc": ("an exception",
-            lambda parent, obj: inspect.isclass(obj) and issubclass(obj, BaseException)),
+    "exc": (
+        "an exception",
+        lambda parent, obj: inspect.isclass(obj) and issubclass(obj, BaseException),
+    ),
     "mod": ("a module", lambda parent, obj: inspect.ismodule(obj)),
     "attr": ("an attribute", lambda parent, obj: True),
     "data": ("a value", lambda parent, obj: True),
@@ -61,7 +67,7 @@ def look_up(name: str) -> tuple[object, object] | str:
     for index, attribute in enumerate(parts[1:], 1):
         if not hasattr(obj, attribute) and inspect.ismodule(obj):
             try:
-                importlib.import_module(".".join(parts[:index + 1]))
+                importlib.import_module(".".join(parts[: index + 1]))
             except ImportError:
                 pass
         if not hasattr(obj, attribute):
@@ -109,9 +115,14 @@ def _load_checked(app: Sphinx) -> None:
 def _save_checked(app: Sphinx, exception: Exception | None) -> None:
     if _checked:
         path = Path(app.doctreedir) / CHECKED_FILE
-        path.write_text(json.dumps({"environment": app.config.autograd_docs_environment,
-                                    "checked": _checked}, indent=0, sort_keys=True),
-                        encoding="utf8")
+        path.write_text(
+            json.dumps(
+                {"environment": app.config.autograd_docs_environment, "checked": _checked},
+                indent=0,
+                sort_keys=True,
+            ),
+            encoding="utf8",
+        )
 
 
 def _is_api_role(node) -> bool:

@@ -68,12 +68,20 @@ def _check_every_page_is_reachable(app: Sphinx, env) -> None:
     """A page no toctree lists is built but no reader can find it."""
     included = set().union(*env.included.values())
     for docname in sorted(env.all_docs):
-        if (docname in env.files_to_rebuild or docname == app.config.root_doc
-                or docname in included or "orphan" in env.metadata[docname]):
+        if (
+            docname in env.files_to_rebuild
+            or docname == app.config.root_doc
+            or docname in included
+            or "orphan" in env.metadata[docname]
+        ):
             continue
         section_index = "/".join([*docname.split("/")[:-1], "index.md"])
-        report(AuthorError.NOT_IN_TOCTREE, docname,
-               name=docname.split("/")[-1], section_index=section_index)
+        report(
+            AuthorError.NOT_IN_TOCTREE,
+            docname,
+            name=docname.split("/")[-1],
+            section_index=section_index,
+        )
 
 
 class CheckedLiteralInclude(LiteralInclude):
@@ -90,8 +98,13 @@ class CheckedLiteralInclude(LiteralInclude):
         for option in ("start-after", "start-at", "end-before", "end-at"):
             marker = self.options.get(option)
             if marker and marker not in text:
-                report(AuthorError.INCLUDE_MARKER_GONE, self.get_location(),
-                       path=shown, marker=marker, option=option)
+                report(
+                    AuthorError.INCLUDE_MARKER_GONE,
+                    self.get_location(),
+                    path=shown,
+                    marker=marker,
+                    option=option,
+                )
                 return []
         return super().run()
 

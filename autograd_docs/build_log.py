@@ -51,6 +51,7 @@ PROBLEM_INDENT = "  "
 
 # -- reading a log back ----------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class PageLine:
     """One executed page's line: ``[done/total] state  seconds s  path``."""
@@ -71,8 +72,15 @@ class PageLine:
         for line in ANSI_ESCAPE.sub("", log).splitlines():
             match = _PAGE_LINE.match(line.strip())
             if match:
-                found.append(cls(int(match["done"]), int(match["total"]), match["path"],
-                                 float(match["seconds"]), match["state"]))
+                found.append(
+                    cls(
+                        int(match["done"]),
+                        int(match["total"]),
+                        match["path"],
+                        float(match["seconds"]),
+                        match["state"],
+                    )
+                )
         return found
 
 
@@ -92,11 +100,11 @@ def split_problems(log: str) -> tuple[str, list[str]]:
         if _PROBLEMS_HEADING.match(line.strip()):
             entries: list[str] = []
             end = start + 1
-            for entry in lines[start + 1:]:
+            for entry in lines[start + 1 :]:
                 if entry.startswith(PROBLEM_INDENT * 2) and entries:
-                    entries[-1] += "\n" + entry[len(PROBLEM_INDENT) * 2:].rstrip("\n")
+                    entries[-1] += "\n" + entry[len(PROBLEM_INDENT) * 2 :].rstrip("\n")
                 elif entry.startswith(PROBLEM_INDENT):
-                    entries.append(entry[len(PROBLEM_INDENT):].rstrip("\n"))
+                    entries.append(entry[len(PROBLEM_INDENT) :].rstrip("\n"))
                 else:
                     break
                 end += 1
@@ -110,6 +118,7 @@ def problems(log: str) -> list[str]:
 
 
 # -- writing it ------------------------------------------------------------------------
+
 
 class _Progress:
     """Pages done out of pages to do, in memory shared with the forked readers."""
@@ -140,12 +149,14 @@ def page_done(source, seconds: float, state: str) -> None:
         return
     with _progress.done.get_lock():  # one count and one line at a time, across readers
         _progress.done.value += 1
-        line = format_page_line(_progress.done.value, _progress.total, shown_path(source),
-                                seconds, state)
+        line = format_page_line(
+            _progress.done.value, _progress.total, shown_path(source), seconds, state
+        )
         # Straight to the status stream: a parallel reader's log records reach it
         # only when its whole chunk is done.
-        record = logging.LogRecord(__name__, logging.INFO, __file__, 0,
-                                   _progress.erase + line, None, None)
+        record = logging.LogRecord(
+            __name__, logging.INFO, __file__, 0, _progress.erase + line, None, None
+        )
         if state == FAILED:
             record.color = "red"
         _status_handler.handle(record)
@@ -161,7 +172,7 @@ class _Relative(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         location = getattr(record, "location", None)
         if isinstance(location, str) and location.startswith(self.root):
-            record.location = location[len(self.root):]
+            record.location = location[len(self.root) :]
         message = _message(record)
         if self.root in message:
             record.msg, record.args = message.replace(self.root, ""), ()
@@ -180,8 +191,11 @@ class _Quiet(logging.Filter):
     """Drop the lines this log replaces or has no use for."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (_compat.is_myst_config_dump(record) or _compat.is_mystnb_noise(record)
-                    or _compat.is_sphinx_noise(record))
+        return not (
+            _compat.is_myst_config_dump(record)
+            or _compat.is_mystnb_noise(record)
+            or _compat.is_sphinx_noise(record)
+        )
 
 
 class _Collect(logging.Filter):

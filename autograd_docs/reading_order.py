@@ -81,7 +81,7 @@ def estimate(cells: int, lines: int, measured: float | None, executes: bool) -> 
 
 def chunk_sizes(n: int, nproc: int) -> list[int]:
     """The sizes of the chunks Sphinx cuts ``n`` pages into (its own function)."""
-    return [len(chunk) for chunk in make_chunks(list(range(n)), nproc)]
+    return [len(chunk) for chunk in make_chunks([str(i) for i in range(n)], nproc)]
 
 
 def start_order(nchunks: int, nproc: int) -> list[int]:
@@ -91,9 +91,13 @@ def start_order(nchunks: int, nproc: int) -> list[int]:
     return first + list(range(nchunks - 1, len(first) - 1, -1))
 
 
-def simulate(chunks: Sequence[Sequence[str]], costs: Mapping[str, float],
-             executed: set[str], nproc: int,
-             server_ready: float = SERVER_READY_SECONDS) -> float:
+def simulate(
+    chunks: Sequence[Sequence[str]],
+    costs: Mapping[str, float],
+    executed: set[str],
+    nproc: int,
+    server_ready: float = SERVER_READY_SECONDS,
+) -> float:
     """When the last reader finishes, reading ``chunks`` as Sphinx does.
 
     Each chunk goes to the reader free first, in ``start_order``; an executed
@@ -118,9 +122,14 @@ def _within_chunk(chunk: list[str], executed: set[str]) -> list[str]:
     return sorted(chunk, key=lambda page: (page in executed, page))
 
 
-def plan(docnames: Sequence[str], costs: Mapping[str, float], executed: set[str],
-         nproc: int, server_ready: float = SERVER_READY_SECONDS,
-         max_evaluations: int | None = None) -> list[str]:
+def plan(
+    docnames: Sequence[str],
+    costs: Mapping[str, float],
+    executed: set[str],
+    nproc: int,
+    server_ready: float = SERVER_READY_SECONDS,
+    max_evaluations: int | None = None,
+) -> list[str]:
     """The pages in the order to read them with ``nproc`` readers.
 
     Pure: the same arguments give the same order. The chunks keep Sphinx's sizes;
@@ -144,15 +153,19 @@ def plan(docnames: Sequence[str], costs: Mapping[str, float], executed: set[str]
     chunks: list[list[str]] = [[] for _ in sizes]
     order = start_order(len(sizes), nproc)
     for page in sorted(pages, key=lambda p: (-costs[p], p)):
-        best = min((i for i in range(len(sizes)) if len(chunks[i]) < sizes[i]),
-                   key=lambda i: (_dealt_end(chunks, i, order, costs, nproc), i))
+        best = min(
+            (i for i in range(len(sizes)) if len(chunks[i]) < sizes[i]),
+            key=lambda i: (_dealt_end(chunks, i, order, costs, nproc), i),
+        )
         chunks[best].append(page)
 
     def score(candidate):
         ordered = [_within_chunk(chunk, executed) for chunk in candidate]
-        return (simulate(ordered, costs, executed, nproc, server_ready),
-                # tie-break: the non-executed pages where the server is not ready
-                -sum(p not in executed for i in order[:nproc] for p in candidate[i][:1]))
+        return (
+            simulate(ordered, costs, executed, nproc, server_ready),
+            # tie-break: the non-executed pages where the server is not ready
+            -sum(p not in executed for i in order[:nproc] for p in candidate[i][:1]),
+        )
 
     best_score = score(chunks)
     evaluations = 1
@@ -165,8 +178,9 @@ def plan(docnames: Sequence[str], costs: Mapping[str, float], executed: set[str]
                     for j, page_b in enumerate(chunks[b]):
                         if evaluations >= max_evaluations:
                             break
-                        if costs[page_a] == costs[page_b] and \
-                                (page_a in executed) == (page_b in executed):
+                        if costs[page_a] == costs[page_b] and (page_a in executed) == (
+                            page_b in executed
+                        ):
                             continue
                         chunks[a][i], chunks[b][j] = page_b, page_a
                         evaluations += 1
@@ -199,8 +213,9 @@ def page_costs(app: Sphinx, env, docnames: Sequence[str]) -> tuple[dict[str, flo
     costs, executed = {}, set()
     for docname in docnames:
         executes = _compat.executes_page(app, docname)
-        cells, lines = (code_lines(env.doc2path(docname).read_text(encoding="utf8"))
-                        if executes else (0, 0))
+        cells, lines = (
+            code_lines(env.doc2path(docname).read_text(encoding="utf8")) if executes else (0, 0)
+        )
         measured = _compat.execution_seconds(env, docname)
         costs[docname] = estimate(cells, lines, measured, executes)
         if executes:

@@ -22,10 +22,16 @@ def copy_repo(dest: Path, seed_cache_from: Path | None = None) -> Path:
     the copy's first build executes only the pages whose code differs from that
     build's; without it the copy's first build is clean.
     """
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT, capture_output=True, check=True,
-    ).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for name in filter(None, listed):
         source = ROOT / name
         if name in LINKED or not source.is_file():

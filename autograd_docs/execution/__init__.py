@@ -30,8 +30,10 @@ _page_fingerprints: dict[str, str] = {}
 
 def _note_snippet_dependencies(app: Sphinx, docname: str, source: list[str]) -> None:
     snippets_dir = Path(app.config.autograd_docs_snippets_dir)
-    sources = [*cache_key.snippets_imported(source[0], snippets_dir),
-               *cache_key.engine_sources(source[0])]
+    sources = [
+        *cache_key.snippets_imported(source[0], snippets_dir),
+        *cache_key.engine_sources(source[0]),
+    ]
     for path in sources:
         app.env.note_dependency(str(path))
     _page_fingerprints[str(app.env.doc2path(docname))] = cache_key.page_fingerprint(sources)
@@ -64,8 +66,7 @@ class _PageClient:
         try:
             client = self._client.__enter__()
         except Exception:
-            build_log.page_done(self._client.path, time.perf_counter() - start,
-                                build_log.FAILED)
+            build_log.page_done(self._client.path, time.perf_counter() - start, build_log.FAILED)
             raise
         from_cache = client.notebook is not self._notebook
         if from_cache:

@@ -28,8 +28,7 @@ ENGINE = Path(__file__).resolve().parent.parent  # autograd_docs/
 def environment_fingerprint() -> str:
     """Python version and every installed distribution's version."""
     packages = sorted(
-        f"{dist.metadata['Name']}=={dist.version}"
-        for dist in importlib.metadata.distributions()
+        f"{dist.metadata['Name']}=={dist.version}" for dist in importlib.metadata.distributions()
     )
     return digest([sys.version, *packages])
 

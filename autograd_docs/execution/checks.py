@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from autograd_docs.diagnostics import AuthorError, report, shown_path
 
@@ -23,6 +24,7 @@ _reports_dir = Path("reports")
 
 HIDDEN_CHECK = "remove-cell"
 CLAIM_PREFIX = "claim no longer holds:"  # how oracle.ClaimFailed begins
+
 
 def note_build_dirs(app) -> None:
     global _srcdir, _reports_dir
@@ -54,25 +56,40 @@ def _report_failed_cell(client) -> None:
     if not error:
         return
     cells = client.notebook.cells
-    traceback = f" (full traceback: {shown_path(_reports_dir / f'{_docname(client.path)}.err.log')})"
+    traceback = (
+        f" (full traceback: {shown_path(_reports_dir / f'{_docname(client.path)}.err.log')})"
+    )
     if error == "CellTimeoutError":
         # The cell that timed out is the last one the kernel started (it numbers
         # a cell when it starts it), or the first if it never started one.
-        started = [i for i, cell in enumerate(cells)
-                   if cell.cell_type == "code" and cell.get("execution_count")]
+        started = [
+            i
+            for i, cell in enumerate(cells)
+            if cell.cell_type == "code" and cell.get("execution_count")
+        ]
         code = [i for i, cell in enumerate(cells) if cell.cell_type == "code"]
-        index = started[-1] if started else (code or [None])[0]
+        index = started[-1] if started else (code[0] if code else None)
         timeout = client.notebook.metadata.get("execution", {}).get(
             "timeout", client.nb_config.execution_timeout
         )
-        report(AuthorError.CELL_TIMEOUT, _cell_location(client, index),
-               extra=traceback, timeout=timeout)
+        report(
+            AuthorError.CELL_TIMEOUT,
+            _cell_location(client, index),
+            extra=traceback,
+            timeout=timeout,
+        )
         return
+    no_cell: tuple[None, dict[str, Any]] = (None, {})  # no cell shows the error
     index, failure = next(
-        ((i, out) for i, cell in enumerate(cells) if cell.cell_type == "code"
-         for out in cell.get("outputs", []) if out.get("output_type") == "error"
-         and "raises-exception" not in cell.get("metadata", {}).get("tags", [])),
-        (None, {}),
+        (
+            (i, out)
+            for i, cell in enumerate(cells)
+            if cell.cell_type == "code"
+            for out in cell.get("outputs", [])
+            if out.get("output_type") == "error"
+            and "raises-exception" not in cell.get("metadata", {}).get("tags", [])
+        ),
+        no_cell,
     )
     name = failure.get("ename", error)
     value = "; ".join(
@@ -83,15 +100,22 @@ def _report_failed_cell(client) -> None:
     # A hidden check that fails a plain ``assert`` states a claim as much as one
     # that raises oracle.ClaimFailed: report both the same way.
     hidden_check = index is not None and HIDDEN_CHECK in cells[index].get("metadata", {}).get(
-        "tags", [])
+        "tags", []
+    )
     if name == "ClaimFailed" or (name == "AssertionError" and hidden_check):
         if not value.startswith(CLAIM_PREFIX):
             value = f"{CLAIM_PREFIX} {value or 'an assert with no message'}"
-        report(AuthorError.CLAIM_FAILED, _cell_location(client, index),
-               extra=traceback, value=value)
+        report(
+            AuthorError.CLAIM_FAILED, _cell_location(client, index), extra=traceback, value=value
+        )
     else:
-        report(AuthorError.CELL_RAISED, _cell_location(client, index),
-               extra=traceback, name=name, value=value)
+        report(
+            AuthorError.CELL_RAISED,
+            _cell_location(client, index),
+            extra=traceback,
+            name=name,
+            value=value,
+        )
 
 
 def _cell_location(client, index: int | None) -> str:

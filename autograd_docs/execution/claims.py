@@ -44,7 +44,8 @@ class _Prose:
 
     @classmethod
     def of(cls, raw: str, first_line: int) -> _Prose:
-        folded, offsets = [], []
+        folded: list[str] = []
+        offsets: list[int] = []
         for word in WORD.finditer(raw):
             if folded:
                 folded.append(" ")
@@ -68,14 +69,20 @@ def take(client) -> None:
     path = shown_path(client.path)
     file_text = Path(client.path).read_text(encoding="utf8")
     file_lines = file_text.splitlines()
-    prose = [_Prose.of(cell.source, _first_line(file_text, cell.source, source_map, i))
-             for i, cell in enumerate(notebook.cells) if cell.cell_type == "markdown"]
+    prose = [
+        _Prose.of(cell.source, _first_line(file_text, cell.source, source_map, i))
+        for i, cell in enumerate(notebook.cells)
+        if cell.cell_type == "markdown"
+    ]
     found = []
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type != "code":
             continue
-        records = [out["data"][MIMETYPE] for out in cell.get("outputs", [])
-                   if MIMETYPE in out.get("data", {})]
+        records = [
+            out["data"][MIMETYPE]
+            for out in cell.get("outputs", [])
+            if MIMETYPE in out.get("data", {})
+        ]
         if not records:
             continue
         cell["outputs"] = [out for out in cell.outputs if MIMETYPE not in out.get("data", {})]
@@ -84,10 +91,14 @@ def take(client) -> None:
             check_line = first + record["line"] - 1
             sentence_line = next(
                 (line for cell_prose in prose if (line := cell_prose.line_of(record["quote"]))),
-                None)
+                None,
+            )
             if sentence_line is None:
-                report(AuthorError.QUOTE_NOT_IN_PROSE, f"{path}:{check_line}",
-                       quote=" ".join(record["quote"].split()))
+                report(
+                    AuthorError.QUOTE_NOT_IN_PROSE,
+                    f"{path}:{check_line}",
+                    quote=" ".join(record["quote"].split()),
+                )
                 continue
             found.append({**record, "check_line": check_line, "sentence_line": sentence_line})
     _taken[str(client.path)] = found
@@ -102,8 +113,7 @@ def _first_line(file_text: str, source: str, source_map: list[int], index: int) 
     return source_map[index] if index < len(source_map) else 1
 
 
-def _first_code_line(file_lines: list[str], source_map: list[int], index: int,
-                     source: str) -> int:
+def _first_code_line(file_lines: list[str], source_map: list[int], index: int, source: str) -> int:
     """The file line of a code cell's first line of code: after its fence and options."""
     fence = source_map[index] if index < len(source_map) else 1
     first = source.split("\n", 1)[0]
@@ -144,8 +154,11 @@ def _merge(app: Sphinx, env, docnames, other) -> None:
 def _write_claims_file(app: Sphinx, exception) -> None:
     if exception is not None:
         return
-    claims = {docname: records for docname, records in sorted(_claims(app.env).items())
-              if docname in app.env.found_docs}
+    claims = {
+        docname: records
+        for docname, records in sorted(_claims(app.env).items())
+        if docname in app.env.found_docs
+    }
     path = Path(app.doctreedir) / CLAIMS_FILE
     path.write_text(json.dumps(claims, indent=1, ensure_ascii=False) + "\n", encoding="utf8")
 

@@ -54,18 +54,25 @@ INLINE = re.compile(
 MATH = "\ue000"  # how claims.js flattens a drawn equation: one character
 ANY = r"[\s\S]*?"  # text the build cannot know (a section title, a substitution)
 # docutils' smart quotes and dashes: the typed character or what it becomes.
-TYPOGRAPHY = {"'": "['‘’]", '"': '["“”]', "...": "(?:\\.\\.\\.|…)", "---": "(?:---|—)",
-              "--": "(?:--|–)"}
+TYPOGRAPHY = {
+    "'": "['‘’]",
+    '"': '["“”]',
+    "...": "(?:\\.\\.\\.|…)",
+    "---": "(?:---|—)",
+    "--": "(?:--|–)",
+}
 TYPOGRAPHIC = re.compile(r"\.\.\.|---|--|['\"]|\s+|[\\^$.*+?()[\]{}|/-]")
 
 
 def literal(text: str) -> str:
     """A JavaScript regular expression that matches ``text`` as the page shows it."""
+
     def one(match: re.Match) -> str:
         token = match.group()
         if token.isspace():
             return r"\s+"
         return TYPOGRAPHY.get(token, "\\" + token)
+
     return TYPOGRAPHIC.sub(one, text)
 
 
@@ -89,7 +96,7 @@ def sentence_pattern(quote: str) -> str:
     ``MATH`` character, markup characters go, whitespace is any whitespace."""
     parts, at = [], 0
     for match in INLINE.finditer(quote):
-        parts.append(literal(quote[at:match.start()]))
+        parts.append(literal(quote[at : match.start()]))
         at = match.end()
         if match["math"]:
             parts.append(MATH)
@@ -128,8 +135,11 @@ def text_element(doctree: nodes.document, claim: dict) -> nodes.Element | None:
     says it, the last one starting at or before the sentence's line (a page may
     say a sentence twice); else, for a quote that runs over two elements, the
     last element starting at or before that line."""
-    elements = [node for node in doctree.findall(lambda n: isinstance(n, TEXT_ELEMENTS))
-                if node.line is not None]
+    elements = [
+        node
+        for node in doctree.findall(lambda n: isinstance(n, TEXT_ELEMENTS))
+        if node.line is not None
+    ]
     quote, line = _folded(claim["quote"]), claim["sentence_line"]
     saying = [node for node in elements if quote in _folded(node.rawsource)]
     before = [node for node in saying or elements if node.line <= line]
@@ -155,24 +165,28 @@ def _marked(doctree: nodes.document):
     return doctree.findall(lambda node: isinstance(node, nodes.Element) and INDEXES in node)
 
 
-def page_data(app: Sphinx, docname: str, doctree: nodes.document,
-              source: str | None) -> dict:
+def page_data(app: Sphinx, docname: str, doctree: nodes.document, source: str | None) -> dict:
     """What claims.js reads: each claim with its element's id, in page order."""
     found = claims.claims_of(app.env, docname)
     shown = []
     for element in _marked(doctree):
         for index in element[INDEXES]:
             claim = found[index]
-            shown.append({
-                "target": element["ids"][0],
-                "pattern": sentence_pattern(claim["quote"]),
-                "check": claim["check"],
-                "check_line": claim["check_line"],
-                "torch": claim["torch"],
-                **({"claim": claim["claim"]} if _folded(claim["claim"]) != _folded(
-                    claim["quote"]) else {}),
-                **{key: claim[key] for key in ("examples", "families") if key in claim},
-            })
+            shown.append(
+                {
+                    "target": element["ids"][0],
+                    "pattern": sentence_pattern(claim["quote"]),
+                    "check": claim["check"],
+                    "check_line": claim["check_line"],
+                    "torch": claim["torch"],
+                    **(
+                        {"claim": claim["claim"]}
+                        if _folded(claim["claim"]) != _folded(claim["quote"])
+                        else {}
+                    ),
+                    **{key: claim[key] for key in ("examples", "families") if key in claim},
+                }
+            )
     name = Path(app.env.doc2path(docname)).relative_to(app.srcdir).as_posix()
     return {"source": {"href": source, "name": name}, "claims": shown}
 
@@ -183,13 +197,11 @@ def _script_body(data: dict) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _add_to_page(app: Sphinx, pagename: str, templatename: str, context: dict,
-                 doctree) -> None:
+def _add_to_page(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
     if doctree is None or not any(True for _ in _marked(doctree)):
         return
     # The page's source as "view source" shows it (none without html_copy_source).
-    source = context.get("sourcename") and context["pathto"](
-        "_sources/" + context["sourcename"], 1)
+    source = context.get("sourcename") and context["pathto"]("_sources/" + context["sourcename"], 1)
     data = page_data(app, pagename, doctree, source)
     context["checked_claims"] = len(data["claims"])
     app.add_js_file(None, body=_script_body(data), type="application/json", id=DATA_ID)

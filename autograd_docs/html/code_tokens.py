@@ -27,7 +27,8 @@ def drawn_as_text(*styles: StyleMeta) -> frozenset[_TokenType]:
     """The token types every one of ``styles`` draws exactly as plain text."""
     plain = [style.style_for_token(Text) for style in styles]
     return frozenset(
-        token for token in styles[0].styles
+        token
+        for token in styles[0].styles
         if token not in Generic
         and all(style.style_for_token(token) == text for style, text in zip(styles, plain))
     )
@@ -41,8 +42,8 @@ class PlainTokenFormatter(HtmlFormatter):
     def format_unencoded(self, tokensource, outfile) -> None:
         plain = self.plain
         super().format_unencoded(
-            ((Text if token in plain else token, value) for token, value in tokensource),
-            outfile)
+            ((Text if token in plain else token, value) for token, value in tokensource), outfile
+        )
 
 
 def use_plain_tokens(app: Sphinx) -> None:
@@ -51,8 +52,9 @@ def use_plain_tokens(app: Sphinx) -> None:
         return
     light = highlighter.formatter_args["style"]
     dark = PygmentsBridge("html", app.config.pygments_dark_style).formatter_args["style"]
-    formatter = type("PlainTokenFormatter", (PlainTokenFormatter,),
-                     {"plain": drawn_as_text(light, dark)})
+    formatter = type(
+        "PlainTokenFormatter", (PlainTokenFormatter,), {"plain": drawn_as_text(light, dark)}
+    )
     highlighter.formatter = formatter
 
 

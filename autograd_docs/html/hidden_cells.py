@@ -26,6 +26,5 @@ def visit_hidden_cell(self, node) -> None:
 
 
 def setup(app: Sphinx) -> dict:
-    app.add_node(HIDDEN_CELL_NODE, override=True,
-                 html=(visit_hidden_cell, depart_hidden_cell))
+    app.add_node(HIDDEN_CELL_NODE, override=True, html=(visit_hidden_cell, depart_hidden_cell))
     return {"parallel_read_safe": True, "parallel_write_safe": True}

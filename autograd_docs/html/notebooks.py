@@ -54,21 +54,25 @@ class Provenance:
     @classmethod
     def of_this_build(cls, repository: Path) -> Provenance:
         epoch = int(source_date_epoch(repository))
-        return cls(torch=importlib.metadata.version("torch"),
-                   python=platform.python_version(),
-                   built=datetime.datetime.fromtimestamp(epoch, datetime.UTC).date().isoformat())
+        return cls(
+            torch=importlib.metadata.version("torch"),
+            python=platform.python_version(),
+            built=datetime.datetime.fromtimestamp(epoch, datetime.UTC).date().isoformat(),
+        )
 
     def cells(self) -> list[nbformat.NotebookNode]:
         torch = self.torch.split("+")[0]
         note = nbformat.v4.new_markdown_cell(
             f"The outputs in this notebook were made with torch {self.torch} on "
             f"Python {self.python}, by the site's build of {self.built}. The next "
-            "cell prints a line if your torch is another version.")
+            "cell prints a line if your torch is another version."
+        )
         check = nbformat.v4.new_code_cell(
             "import torch\n\n"
-            f"if torch.__version__.split(\"+\")[0] != \"{torch}\":\n"
-            f"    print(f\"outputs were made with torch {torch}; you have "
-            "{torch.__version__}: some outputs may differ\")")
+            f'if torch.__version__.split("+")[0] != "{torch}":\n'
+            f'    print(f"outputs were made with torch {torch}; you have '
+            '{torch.__version__}: some outputs may differ")'
+        )
         for cell in (note, check):
             cell.metadata["tags"] = [PROVENANCE]
         return [note, check]
@@ -85,9 +89,13 @@ def glued(notebook: nbformat.NotebookNode) -> dict[str, str]:
     return values
 
 
-def reader_notebook(executed: nbformat.NotebookNode, snippets_dir: Path,
-                    links: plain.Links | None = None, md=None,
-                    provenance: Provenance | None = None) -> nbformat.NotebookNode:
+def reader_notebook(
+    executed: nbformat.NotebookNode,
+    snippets_dir: Path,
+    links: plain.Links | None = None,
+    md=None,
+    provenance: Provenance | None = None,
+) -> nbformat.NotebookNode:
     """A copy of ``executed`` that runs top to bottom outside this repository.
 
     With ``links`` and ``md`` its Markdown is plain Markdown; with
@@ -96,32 +104,40 @@ def reader_notebook(executed: nbformat.NotebookNode, snippets_dir: Path,
     notebook = copy.deepcopy(executed)
     if links is not None:
         links.glue = glued(notebook)
-    notebook.cells = [cell for cell in notebook.cells
-                      if HIDDEN_CHECK not in cell.metadata.get("tags", [])]
+    notebook.cells = [
+        cell for cell in notebook.cells if HIDDEN_CHECK not in cell.metadata.get("tags", [])
+    ]
     notebook.metadata.pop("source_map", None)  # line numbers of the build's source
     if links is not None and md is not None:
         for cell in notebook.cells:
             if cell.cell_type == "markdown":
                 cell.source = plain.plain_markdown(cell.source, md, links)
-        notebook.cells = [cell for cell in notebook.cells
-                          if cell.cell_type != "markdown" or cell.source.strip()]
+        notebook.cells = [
+            cell for cell in notebook.cells if cell.cell_type != "markdown" or cell.source.strip()
+        ]
     code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
     snippets = snippets_imported(code, snippets_dir)
     preface = []
     if provenance is not None:
         preface += provenance.cells()
-        notebook.metadata[PROVENANCE] = {"torch": provenance.torch,
-                                         "python": provenance.python,
-                                         "built": provenance.built}
+        notebook.metadata[PROVENANCE] = {
+            "torch": provenance.torch,
+            "python": provenance.python,
+            "built": provenance.built,
+        }
     if snippets:
         names = ", ".join(f"`{path.name}`" for path in snippets)
-        preface += [nbformat.v4.new_markdown_cell(
-            f"This page imports the site's own helpers ({names}). The next "
-            f"{'cell writes it' if len(snippets) == 1 else 'cells write them'} "
-            "beside this notebook, so it runs in any folder.")]
-        preface += [nbformat.v4.new_code_cell(
-            f"%%writefile {path.name}\n{path.read_text(encoding='utf8')}")
-            for path in snippets]
+        preface += [
+            nbformat.v4.new_markdown_cell(
+                f"This page imports the site's own helpers ({names}). The next "
+                f"{'cell writes it' if len(snippets) == 1 else 'cells write them'} "
+                "beside this notebook, so it runs in any folder."
+            )
+        ]
+        preface += [
+            nbformat.v4.new_code_cell(f"%%writefile {path.name}\n{path.read_text(encoding='utf8')}")
+            for path in snippets
+        ]
     notebook.cells = preface + notebook.cells
     for index, cell in enumerate(notebook.cells):
         cell["id"] = f"cell-{index}"  # stable ids: the same bytes on every build
@@ -145,24 +161,32 @@ def script_code(cell: nbformat.NotebookNode) -> str:
     if source.startswith("%%writefile "):
         first, _, text = source.partition("\n")
         name = first.split()[1]
-        return ("from pathlib import Path\n\n"
-                f"Path(__file__).with_name({name!r}).write_text({text!r}, encoding=\"utf8\")")
-    lines = [f"# {line}  (IPython only)" if line.lstrip().startswith(("%", "!")) else line
-             for line in source.splitlines()]
+        return (
+            "from pathlib import Path\n\n"
+            f'Path(__file__).with_name({name!r}).write_text({text!r}, encoding="utf8")'
+        )
+    lines = [
+        f"# {line}  (IPython only)" if line.lstrip().startswith(("%", "!")) else line
+        for line in source.splitlines()
+    ]
     try:
         tree = ast.parse("\n".join(lines))
     except SyntaxError:
         tree = None
     last = tree.body[-1] if tree and tree.body else None
-    if isinstance(last, ast.Expr) and last.col_offset == 0 \
-            and not lines[last.end_lineno - 1].rstrip().endswith(";"):
-        start, end = last.lineno - 1, last.end_lineno
-        lines[start:end] = ["show_value((", *["    " + line for line in lines[start:end]], "))"]
+    if isinstance(last, ast.Expr) and last.col_offset == 0:
+        assert last.end_lineno is not None  # ast.parse gives every statement its end
+        if not lines[last.end_lineno - 1].rstrip().endswith(";"):
+            start, end = last.lineno - 1, last.end_lineno
+            lines[start:end] = ["show_value((", *["    " + line for line in lines[start:end]], "))"]
     code = "\n".join(lines)
     if "raises-exception" in cell.metadata.get("tags", []):
-        code = ("try:\n" + "\n".join(f"    {line}" if line else "" for line in lines)
-                + "\nexcept Exception as error:  # the page shows this error\n"
-                "    print(f\"{type(error).__name__}: {error}\")")
+        code = (
+            "try:\n"
+            + "\n".join(f"    {line}" if line else "" for line in lines)
+            + "\nexcept Exception as error:  # the page shows this error\n"
+            '    print(f"{type(error).__name__}: {error}")'
+        )
     return code
 
 
@@ -175,8 +199,10 @@ def reader_script(notebook: nbformat.NotebookNode) -> str:
         parts.append("# %%\n" + SHOW)
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
-            parts.append("# %% [markdown]\n" + "\n".join(
-                f"# {line}".rstrip() for line in cell.source.splitlines()))
+            parts.append(
+                "# %% [markdown]\n"
+                + "\n".join(f"# {line}".rstrip() for line in cell.source.splitlines())
+            )
         elif cell.cell_type == "code":
             parts.append("# %%\n" + script_code(cell))
     return "\n\n".join(parts) + "\n"
@@ -199,13 +225,19 @@ def site_links(app: Sphinx, docname: str) -> plain.Links:
         return "../" * depth + page
 
     std = env.domains.standard_domain
-    terms = {plain.normal(name): (doc, anchor)
-             for (kind, name), (doc, anchor) in std.objects.items() if kind == "term"}
+    terms = {
+        plain.normal(name): (doc, anchor)
+        for (kind, name), (doc, anchor) in std.objects.items()
+        if kind == "term"
+    }
     labels = {name: (doc, anchor, title) for name, (doc, anchor, title) in std.labels.items()}
     for name, (doc, anchor) in std.anonlabels.items():
         labels.setdefault(name, (doc, anchor, ""))
     return plain.Links(
-        url=url, docname=docname, terms=terms, labels=labels,
+        url=url,
+        docname=docname,
+        terms=terms,
+        labels=labels,
         titles={doc: title.astext() for doc, title in env.titles.items()},
         api=intersphinx_urls(env),
         substitutions={k: str(v) for k, v in app.config.myst_substitutions.items()},
@@ -245,8 +277,7 @@ def _copy_notebooks(app: Sphinx, exception: Exception | None) -> None:
         if not notebook.is_file():
             continue
         executed = nbformat.read(notebook, as_version=4)
-        reader = reader_notebook(executed, snippets_dir, site_links(app, docname), md,
-                                 provenance)
+        reader = reader_notebook(executed, snippets_dir, site_links(app, docname), md, provenance)
         _write_if_changed(Path(app.outdir) / f"{docname}.ipynb", nbformat.writes(reader) + "\n")
         _write_if_changed(Path(app.outdir) / f"{docname}.py", reader_script(reader))
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from sphinx.application import Sphinx
 from sphinx.util import logging as sphinx_logging
 
+from autograd_docs import build_state
 from autograd_docs.html import repository
 
 logger = sphinx_logging.getLogger(__name__)
@@ -34,7 +35,11 @@ def changed_on(srcdir: Path) -> dict[str, str] | None:
     try:
         log = subprocess.run(
             ["git", "log", "--format=%x00%cs", "--name-only", "--relative", "--", "."],
-            cwd=srcdir, capture_output=True, text=True, check=True).stdout
+            cwd=srcdir,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
     dates: dict[str, str] = {}
@@ -54,17 +59,20 @@ def _read_dates(app: Sphinx) -> None:
     dates = changed_on(Path(app.srcdir))
     if dates is None:
         logger.info("the site is not in a git checkout: pages get no last-changed date")
-    app.autograd_docs_dates = dates or {}
+    build_state.of(app).dates = dates or {}
 
 
 def _reread_pages_whose_date_moved(app: Sphinx, env, added, changed, removed) -> list[str]:
-    dates = app.autograd_docs_dates
+    dates = build_state.of(app).dates
     before = getattr(env, DATES, None)
     setattr(env, DATES, dates)
     if before is None:
         return []
-    return sorted(doc for doc in env.found_docs - set(added) - set(changed)
-                  if before.get(doc) != dates.get(doc))
+    return sorted(
+        doc
+        for doc in env.found_docs - set(added) - set(changed)
+        if before.get(doc) != dates.get(doc)
+    )
 
 
 def _add_to_page(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
@@ -81,7 +89,8 @@ def _add_to_page(app: Sphinx, pagename: str, templatename: str, context: dict, d
         context["theme_source_repository"] = f"https://github.com/{found.name}/"
         context["theme_source_branch"] = found.branch or "HEAD"  # HEAD: the default branch
         context["theme_source_directory"] = (
-            Path(app.srcdir).resolve().relative_to(Path(app.confdir).resolve()).as_posix() + "/")
+            Path(app.srcdir).resolve().relative_to(Path(app.confdir).resolve()).as_posix() + "/"
+        )
 
 
 def setup(app: Sphinx) -> dict:

@@ -24,12 +24,30 @@ from markdown_it.renderer import RendererHTML
 from myst_parser.config.main import MdParserConfig
 from myst_parser.parsers.mdit import create_md_parser
 
-ADMONITIONS = {"note", "tip", "hint", "important", "warning", "caution", "attention",
-               "danger", "error", "seealso", "admonition", "exercise", "solution"}
+ADMONITIONS = {
+    "note",
+    "tip",
+    "hint",
+    "important",
+    "warning",
+    "caution",
+    "attention",
+    "danger",
+    "error",
+    "seealso",
+    "admonition",
+    "exercise",
+    "solution",
+}
 TITLES = {"seealso": "See also"}
 DROPPED = {"toctree", "index", "nb-exec-table", "include", "raw", "only"}
-CODE_DIRECTIVES = {"doctest": "python", "code-block": None, "code": None,
-                   "sourcecode": None, "testcode": "python"}
+CODE_DIRECTIVES = {
+    "doctest": "python",
+    "code-block": None,
+    "code": None,
+    "sourcecode": None,
+    "testcode": "python",
+}
 EXPLICIT = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.DOTALL)
 OPTION = re.compile(r"^:[\w-]+:")
 
@@ -73,16 +91,23 @@ class Links:
             return self.link(text or title or target, doc and self.url(doc, anchor))
         if name == "doc":
             doc = resolve_doc(self.docname, target)
-            return self.link(text or self.titles.get(doc, target),
-                             doc in self.titles and self.url(doc, "") or None)
+            return self.link(
+                text or self.titles.get(doc, target),
+                doc in self.titles and self.url(doc, "") or None,
+            )
         if name.startswith("py:"):
             short = target.startswith("~")
             target = target.lstrip("~.!")
             shown = text or (target.rsplit(".", 1)[-1] if short else target)
             if not text and name in ("py:func", "py:meth"):
                 shown += "()"
-            kind = {"func": "function", "meth": "method", "mod": "module",
-                    "attr": "attribute", "exc": "exception"}.get(name[3:], name[3:])
+            kind = {
+                "func": "function",
+                "meth": "method",
+                "mod": "module",
+                "attr": "attribute",
+                "exc": "exception",
+            }.get(name[3:], name[3:])
             return self.link(f"`{shown}`", self.api.get(f"py:{kind} {target}"))
         if name in ("math", "eq"):
             return f"${content}$"
@@ -128,8 +153,9 @@ def plain_markdown(text: str, md: MarkdownIt, links: Links) -> str:
                     replace[raw] = links.role(child.meta["name"], child.content)
                 elif child.type == "substitution_inline":
                     raw_value = links.substitutions.get(child.content.strip(), child.content)
-                    for raw in re.findall(r"\{\{\s*" + re.escape(child.content.strip())
-                                          + r"\s*\}\}", token.content):
+                    for raw in re.findall(
+                        r"\{\{\s*" + re.escape(child.content.strip()) + r"\s*\}\}", token.content
+                    ):
                         replace[raw] = str(raw_value)
                 elif child.type == "link_open" and (href := child.attrGet("href")):
                     new = page_link(str(href), links)
@@ -142,14 +168,13 @@ def plain_markdown(text: str, md: MarkdownIt, links: Links) -> str:
             blocks.append((start, end, []))
         elif token.type in ("fence", "colon_fence") and token.info.startswith("{"):
             blocks.append((start, end, directive(token, md, links)))
-        elif token.type in ("fence", "code_block", "math_block", "math_block_label",
-                            "amsmath"):
+        elif token.type in ("fence", "code_block", "math_block", "math_block_label", "amsmath"):
             blocks.append((start, end, None))  # verbatim: no roles in code or TeX
     line, index = 0, 0
     while line < len(lines):
         if index < len(blocks) and blocks[index][0] == line:
-            start, end, new = blocks[index]
-            out.extend(lines[start:end] if new is None else new)
+            start, end, rewritten = blocks[index]
+            out.extend(lines[start:end] if rewritten is None else rewritten)
             line, index = end, index + 1
             continue
         current = lines[line]
@@ -190,14 +215,17 @@ def directive(token, md: MarkdownIt, links: Links) -> list[str]:
         for option in body[1:end]:
             key, _, value = option.partition(":")
             options[key.strip()] = value.strip()
-        body = body[end + 1:]
+        body = body[end + 1 :]
     while body and OPTION.match(body[0]):
         key, _, value = body.pop(0)[1:].partition(":")
         options[key.strip()] = value.strip()
     content = "\n".join(body)
     if name in ADMONITIONS:
-        title = argument if name in ("admonition", "exercise", "solution") and argument \
+        title = (
+            argument
+            if name in ("admonition", "exercise", "solution") and argument
             else TITLES.get(name, name.capitalize())
+        )
         title = plain_markdown(title, md, links)
         inner = plain_markdown(content, md, links).splitlines()
         return ["> **" + title + "**", ">", *[f"> {line}".rstrip() for line in inner], ""]
@@ -218,8 +246,7 @@ def directive(token, md: MarkdownIt, links: Links) -> list[str]:
     return [*plain_markdown(content, md, links).splitlines(), ""]
 
 
-def glossary(body: list[str], options: dict[str, str], md: MarkdownIt,
-             links: Links) -> list[str]:
+def glossary(body: list[str], options: dict[str, str], md: MarkdownIt, links: Links) -> list[str]:
     """A ``{glossary}``: each entry's terms in bold, then its definition."""
     entries: list[tuple[list[str], list[str]]] = []
     for line in body:
@@ -234,9 +261,14 @@ def glossary(body: list[str], options: dict[str, str], md: MarkdownIt,
         entries.sort(key=lambda entry: unicodedata.normalize("NFD", entry[0][0].lower()))
     out: list[str] = []
     for terms, definition in entries:
-        indent = min((len(line) - len(line.lstrip()) for line in definition if line.strip()),
-                     default=0)
+        indent = min(
+            (len(line) - len(line.lstrip()) for line in definition if line.strip()), default=0
+        )
         text = "\n".join(line[indent:] for line in definition)
-        out += [", ".join(f"**{term}**" for term in terms), "",
-                *plain_markdown(text, md, links).splitlines(), ""]
+        out += [
+            ", ".join(f"**{term}**" for term in terms),
+            "",
+            *plain_markdown(text, md, links).splitlines(),
+            "",
+        ]
     return out

@@ -23,10 +23,13 @@ from pathlib import Path
 from sphinx.application import Sphinx
 from sphinx.util import logging as sphinx_logging
 
+from autograd_docs import build_state
+
 NOTEBOOKS_BRANCH = "notebooks"  # where .github/workflows/docs.yml pushes the notebooks
 GITHUB_URL = re.compile(
     r"^(?:https://(?:[^@/]+@)?github\.com/|git@github\.com:|ssh://git@github\.com/)"
-    r"(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+?)(?:\.git)?/?$")
+    r"(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+?)(?:\.git)?/?$"
+)
 
 
 @dataclass(frozen=True)
@@ -37,8 +40,9 @@ class Repository:
 
     def colab_url(self, path: str) -> str:
         """Colab's address for the notebook ``path`` published on ``NOTEBOOKS_BRANCH``."""
-        return (f"https://colab.research.google.com/github/{self.name}/blob/"
-                f"{NOTEBOOKS_BRANCH}/{path}")
+        return (
+            f"https://colab.research.google.com/github/{self.name}/blob/{NOTEBOOKS_BRANCH}/{path}"
+        )
 
 
 def from_url(url: str) -> str | None:
@@ -50,14 +54,23 @@ def from_url(url: str) -> str | None:
 def find(root: Path, environ: Mapping[str, str] = os.environ) -> Repository | None:
     """The repository ``root`` is built from, as the environment or git says."""
     if environ.get("GITHUB_REPOSITORY"):
-        return Repository(environ["GITHUB_REPOSITORY"], environ.get("GITHUB_REF_NAME") or None,
-                          "GITHUB_REPOSITORY")
+        return Repository(
+            environ["GITHUB_REPOSITORY"],
+            environ.get("GITHUB_REF_NAME") or None,
+            "GITHUB_REPOSITORY",
+        )
     if name := from_url(environ.get("READTHEDOCS_GIT_CLONE_URL", "")):
-        return Repository(name, environ.get("READTHEDOCS_GIT_IDENTIFIER") or None,
-                          "READTHEDOCS_GIT_CLONE_URL")
+        return Repository(
+            name, environ.get("READTHEDOCS_GIT_IDENTIFIER") or None, "READTHEDOCS_GIT_CLONE_URL"
+        )
     try:
-        origin = subprocess.run(["git", "remote", "get-url", "origin"], cwd=root,
-                                capture_output=True, text=True, check=True).stdout
+        origin = subprocess.run(
+            ["git", "remote", "get-url", "origin"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
     if name := from_url(origin):
@@ -66,17 +79,18 @@ def find(root: Path, environ: Mapping[str, str] = os.environ) -> Repository | No
 
 
 def _find_once(app: Sphinx) -> None:
-    # One lookup per build, kept on the application: every link reads it (of).
-    app.autograd_docs_repository = found = find(Path(app.confdir))
+    # One lookup per build, kept with the build's state: every link reads it (of).
+    build_state.of(app).repository = found = find(Path(app.confdir))
     if found is None:
         sphinx_logging.getLogger(__name__).info(
             "no repository address (GITHUB_REPOSITORY, READTHEDOCS_GIT_CLONE_URL or a "
-            "github.com origin remote): pages get no \"Open in Colab\", edit or source link")
+            'github.com origin remote): pages get no "Open in Colab", edit or source link'
+        )
 
 
 def of(app: Sphinx) -> Repository | None:
     """The repository this build is from, as read once when the builder started."""
-    return getattr(app, "autograd_docs_repository", None)
+    return build_state.of(app).repository
 
 
 def setup(app: Sphinx) -> dict:

@@ -25,11 +25,15 @@ removes nothing; this part mends what that leaves different from a clean build:
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from sphinx.application import Sphinx
 
 from autograd_docs import _compat
 from autograd_docs.execution import cache_key
+
+if TYPE_CHECKING:
+    from sphinx.builders.html import StandaloneHTMLBuilder
 
 # Saved with the environment: what pages showed of each other when it was read.
 SHOWN_OF_EACH_OTHER = "autograd_docs_shown_of_each_other"
@@ -86,6 +90,7 @@ def _remove_what_no_page_uses(app: Sphinx, exception: Exception | None) -> None:
     changes every page's HTML has changed."""
     if exception is not None or app.builder.format != "html":
         return
+    builder = cast("StandaloneHTMLBuilder", app.builder)  # the "html" format's builders
     env, outdir = app.env, Path(app.outdir)
     executed = outdir.parent / _compat.OUTPUT_FOLDER
     # Every page read into this build folder left its doctree, and Sphinx keeps
@@ -95,20 +100,30 @@ def _remove_what_no_page_uses(app: Sphinx, exception: Exception | None) -> None:
     for doctree in doctrees.rglob("*.doctree"):
         docname = doctree.relative_to(doctrees).with_suffix("").as_posix()
         if docname not in env.found_docs:
-            unused += [doctree, Path(app.builder.get_output_path(docname)),
-                       _report(app, docname),
-                       outdir / f"{docname}.ipynb",  # the downloads (html/notebooks.py)
-                       outdir / f"{docname}.py",
-                       executed / f"{docname}.ipynb",
-                       *(outdir / "_sources" / f"{docname}{suffix}"
-                         f"{app.config.html_sourcelink_suffix}"
-                         for suffix in app.config.source_suffix)]
+            unused += [
+                doctree,
+                Path(builder.get_output_path(docname)),
+                _report(app, docname),
+                outdir / f"{docname}.ipynb",  # the downloads (html/notebooks.py)
+                outdir / f"{docname}.py",
+                executed / f"{docname}.ipynb",
+                *(
+                    outdir / "_sources" / f"{docname}{suffix}{app.config.html_sourcelink_suffix}"
+                    for suffix in app.config.source_suffix
+                ),
+            ]
     shown = {Path(env.srcdir, source).resolve() for source in env.images}
     copied = {name for _docnames, name in env.images.values()}
-    unused += [path for path in (outdir / "_images").glob("*")
-               if path.is_file() and path.name not in copied]
-    unused += [path for path in executed.rglob("*") if path.is_file()
-               and path.suffix != ".ipynb" and path.resolve() not in shown]
+    unused += [
+        path
+        for path in (outdir / "_images").glob("*")
+        if path.is_file() and path.name not in copied
+    ]
+    unused += [
+        path
+        for path in executed.rglob("*")
+        if path.is_file() and path.suffix != ".ipynb" and path.resolve() not in shown
+    ]
     _remove(outdir.parent, [*unused, outdir / ".buildinfo.bak"])
 
 
@@ -123,8 +138,7 @@ def _remove(root: Path, paths: list[Path]) -> None:
 
 
 def engine_fingerprint() -> str:
-    return cache_key.digest([path.read_text(encoding="utf8")
-                             for path in cache_key.engine_files()])
+    return cache_key.digest([path.read_text(encoding="utf8") for path in cache_key.engine_files()])
 
 
 def setup(app: Sphinx) -> dict:

@@ -35,8 +35,14 @@ SYNONYMS = Path(__file__).with_name("search_synonyms.txt")
 NOT_SEARCHED = {"genindex", "search", "404"}
 SUMMARY_CHARS = 180
 # Nodes whose text is no reader's word: TeX source, raw HTML, comments.
-SKIPPED = (nodes.math, nodes.math_block, nodes.raw, nodes.comment, nodes.image,
-           nodes.system_message)
+SKIPPED = (
+    nodes.math,
+    nodes.math_block,
+    nodes.raw,
+    nodes.comment,
+    nodes.image,
+    nodes.system_message,
+)
 # A heading on this many pages ("Next steps", "Summary") is the site's frame:
 # its links say nothing about the pages they point to.
 FRAME_HEADING_PAGES = 3
@@ -69,8 +75,9 @@ class _Section:
 
 
 def _walk(node: nodes.Node, section: _Section, sections: list[_Section]) -> None:
-    if isinstance(node, SKIPPED) or (isinstance(node, nodes.Element)
-                                     and "tag_measured" in node["classes"]):
+    if isinstance(node, SKIPPED) or (
+        isinstance(node, nodes.Element) and "tag_measured" in node["classes"]
+    ):
         return  # a measured cell prints this machine's timings: nothing to search
     if isinstance(node, nodes.section):
         inner = _Section(node["ids"][0] if node["ids"] else "", node[0].astext())
@@ -152,7 +159,7 @@ def _link_target(app: Sphinx, docname: str, xref: addnodes.pending_xref) -> str 
     """The page a `{ref}` or `{doc}` points to (terms and API names are lookups)."""
     target = xref.get("reftarget", "")
     if xref.get("reftype") == "ref":
-        label = app.env.get_domain("std").labels.get(target)
+        label = app.env.domains.standard_domain.labels.get(target)
         return label[0] if label else None
     if xref.get("reftype") == "doc":
         return docname_join(docname, target)  # relative, or absolute with a "/"
@@ -183,9 +190,12 @@ def anchor_texts(app: Sphinx, docnames: list[str]) -> dict[str, list[str]]:
             if next(section.findall(nodes.literal_block), None) is not None:
                 continue
             links.setdefault(target, set()).add((docname, section[0].astext()))
-    return {target: sorted(heading for _source, heading in pairs
-                           if pages_with[heading] < FRAME_HEADING_PAGES)
-            for target, pairs in links.items()}
+    return {
+        target: sorted(
+            heading for _source, heading in pairs if pages_with[heading] < FRAME_HEADING_PAGES
+        )
+        for target, pairs in links.items()
+    }
 
 
 def search_data(app: Sphinx) -> dict:
@@ -204,35 +214,44 @@ def search_data(app: Sphinx) -> dict:
         for name in sorted(apis.get(docname, [])):
             sections[0].entries.append((name, "", False))
         title = app.env.titles[docname].astext()
-        pages.append({
-            "doc": docname,
-            "title": title,
-            # A page that routes readers to others (front matter ``search: hub``)
-            # ranks below the page it routes to when both match.
-            "hub": int(app.env.metadata[docname].get("search") == "hub"),
-            "t": _ids(words(title), vocabulary),
-            "an": [_ids(words(text), vocabulary) for text in anchors.get(docname, [])],
-            "s": [{
-                "a": section.anchor if number else "",
-                "h": section.heading if number else "",
-                "ht": _ids(words(section.heading), vocabulary) if number else [],
-                "ix": [[_ids(words(text), vocabulary), anchor, int(glossary)]
-                       for text, anchor, glossary in section.entries],
-                "p": _counts(words(" ".join(section.prose)), vocabulary),
-                "c": _counts(words(" ".join(section.code)), vocabulary),
-                "x": _summary(section.prose),
-            } for number, section in enumerate(sections)],
-        })
-    return {"vocabulary": sorted(vocabulary, key=vocabulary.__getitem__),
-            "synonyms": read_synonyms(), "pages": pages}
+        pages.append(
+            {
+                "doc": docname,
+                "title": title,
+                # A page that routes readers to others (front matter ``search: hub``)
+                # ranks below the page it routes to when both match.
+                "hub": int(app.env.metadata[docname].get("search") == "hub"),
+                "t": _ids(words(title), vocabulary),
+                "an": [_ids(words(text), vocabulary) for text in anchors.get(docname, [])],
+                "s": [
+                    {
+                        "a": section.anchor if number else "",
+                        "h": section.heading if number else "",
+                        "ht": _ids(words(section.heading), vocabulary) if number else [],
+                        "ix": [
+                            [_ids(words(text), vocabulary), anchor, int(glossary)]
+                            for text, anchor, glossary in section.entries
+                        ],
+                        "p": _counts(words(" ".join(section.prose)), vocabulary),
+                        "c": _counts(words(" ".join(section.code)), vocabulary),
+                        "x": _summary(section.prose),
+                    }
+                    for number, section in enumerate(sections)
+                ],
+            }
+        )
+    return {
+        "vocabulary": sorted(vocabulary, key=vocabulary.__getitem__),
+        "synonyms": read_synonyms(),
+        "pages": pages,
+    }
 
 
 def _write_search_data(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html" or app.builder.name != "html":
         return
     data = json.dumps(search_data(app), ensure_ascii=False, separators=(",", ":"))
-    (Path(app.outdir) / DATA_FILE).write_text(
-        f"SiteSearch.setData({data});\n", encoding="utf8")
+    (Path(app.outdir) / DATA_FILE).write_text(f"SiteSearch.setData({data});\n", encoding="utf8")
 
 
 def setup(app: Sphinx) -> dict:

@@ -24,12 +24,18 @@ def _write_sitemap(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html" or not app.config.html_baseurl:
         return
     base = app.config.html_baseurl.rstrip("/") + "/"
-    urls = [f"  <url><loc>{escape(base + app.builder.get_target_uri(docname))}</loc></url>"
-            for docname in sorted(app.env.found_docs) if docname not in NOT_IN_SITEMAP]
+    urls = [
+        f"  <url><loc>{escape(base + app.builder.get_target_uri(docname))}</loc></url>"
+        for docname in sorted(app.env.found_docs)
+        if docname not in NOT_IN_SITEMAP
+    ]
     (Path(app.outdir) / "sitemap.xml").write_text(
         '<?xml version="1.0" encoding="utf-8"?>\n'
         '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
-        + "\n".join(urls) + "\n</urlset>\n", encoding="utf8")
+        + "\n".join(urls)
+        + "\n</urlset>\n",
+        encoding="utf8",
+    )
 
 
 def _write_robots_txt(app: Sphinx, exception: Exception | None) -> None:

@@ -54,8 +54,11 @@ def visit_displaymath(self, node: nodes.math_block) -> None:
         # together, and an equation with line breaks is a split.
         parts = [part for part in tex.split("\n\n") if part.strip()]
         parts = [rf"\begin{{split}}{p}\end{{split}}" if r"\\" in p else p for p in parts]
-        tex = (r"\begin{align}\begin{aligned}" + r"\\".join(parts)
-               + r"\end{aligned}\end{align}") if len(parts) > 1 else "".join(parts)
+        tex = (
+            (r"\begin{align}\begin{aligned}" + r"\\".join(parts) + r"\end{aligned}\end{align}")
+            if len(parts) > 1
+            else "".join(parts)
+        )
     self.body.append(_pending("display", tex, self) + "</div>\n")
     raise nodes.SkipNode
 
@@ -74,12 +77,19 @@ def render(equations: list[tuple], cwd: Path) -> tuple[str, list]:
     goes into its SVG's glyph ids (``MJX-<number>-…``), so that they are unique on
     its page and the same whichever other pages a build renders, in any order.
     """
-    payload = json.dumps([{"tex": tex, "display": display, "id": number}
-                          for tex, display, number, *_ in (
-                              (*equation, None) for equation in equations)])
+    payload = json.dumps(
+        [
+            {"tex": tex, "display": display, "id": number}
+            for tex, display, number, *_ in ((*equation, None) for equation in equations)
+        ]
+    )
     result = subprocess.run(
-        [node_executable(), str(RENDERER)], input=payload, capture_output=True,
-        text=True, cwd=cwd, check=False,
+        [node_executable(), str(RENDERER)],
+        input=payload,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        check=False,
     )
     if result.returncode != 0:
         raise RuntimeError(
@@ -108,23 +118,32 @@ def _render_written_pages(app: Sphinx, exception: Exception | None) -> None:
     # be unique on its page.
     # Numbered from 1 on each page: an incremental build, which renders only the
     # pages it wrote, then writes the ids a clean build writes.
-    found = [(path, html.unescape(tex), kind == "display", number)
-             for path, text in pages.items()
-             for number, (kind, tex) in enumerate(PLACEHOLDER.findall(text), start=1)]
+    found = [
+        (path, html.unescape(tex), kind == "display", number)
+        for path, text in pages.items()
+        for number, (kind, tex) in enumerate(PLACEHOLDER.findall(text), start=1)
+    ]
     # The sample equation keeps the stylesheet complete even when no page has math.
-    css, rendered = render([(tex, display, number) for _, tex, display, number in found]
-                           + [("x", False)], Path(app.confdir))
+    css, rendered = render(
+        [(tex, display, number) for _, tex, display, number in found] + [("x", False)],
+        Path(app.confdir),
+    )
     outputs = iter(rendered)
     for path, text in pages.items():
+
         def substitute(match: re.Match, path=path) -> str:
             out = next(outputs)
             if isinstance(out, dict):
                 docname = path.relative_to(outdir).with_suffix("").as_posix()
-                report(AuthorError.TEX_INVALID,
-                       docname if docname in app.env.all_docs else None,
-                       tex=html.unescape(match[2]), error=out["error"])
+                report(
+                    AuthorError.TEX_INVALID,
+                    docname if docname in app.env.all_docs else None,
+                    tex=html.unescape(match[2]),
+                    error=out["error"],
+                )
                 return match[0]
             return out
+
         path.write_text(PLACEHOLDER.sub(substitute, text), encoding="utf8")
     stylesheet.parent.mkdir(parents=True, exist_ok=True)
     stylesheet.write_text(css, encoding="utf8")

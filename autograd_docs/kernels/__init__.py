@@ -133,8 +133,15 @@ class ForkServer:
         self._status, status_w = os.pipe()
         try:
             self.process = subprocess.Popen(
-                [sys.executable, str(HERE / "server.py"), self.socket_path,
-                 str(listener.fileno()), str(os.getpid()), str(status_w), str(self.lock)],
+                [
+                    sys.executable,
+                    str(HERE / "server.py"),
+                    self.socket_path,
+                    str(listener.fileno()),
+                    str(os.getpid()),
+                    str(status_w),
+                    str(self.lock),
+                ],
                 pass_fds=[listener.fileno(), status_w, self.lock],
                 stdin=subprocess.PIPE,  # closes when this process dies: the server exits
                 stdout=subprocess.DEVNULL,
@@ -156,14 +163,17 @@ class ForkServer:
         while state not in self.states:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise TimeoutError(f"the fork server did not report {state!r} in "
-                                   f"{timeout} s (it reported {self.states})")
+                raise TimeoutError(
+                    f"the fork server did not report {state!r} in "
+                    f"{timeout} s (it reported {self.states})"
+                )
             if not select.select([self._status], [], [], remaining)[0]:
                 continue
             data = os.read(self._status, 4096)
             if not data:
-                raise RuntimeError(f"the fork server exited ({self.process.poll()}) "
-                                   f"before it reported {state!r}")
+                raise RuntimeError(
+                    f"the fork server exited ({self.process.poll()}) before it reported {state!r}"
+                )
             self._status_buffer += data
             *lines, self._status_buffer = self._status_buffer.split(b"\n")
             self.states += [line.decode() for line in lines]
@@ -178,6 +188,7 @@ class ForkServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        assert self.process.stdin is not None  # Popen(stdin=PIPE)
         self.process.stdin.close()
         shutil.rmtree(self.folder, ignore_errors=True)  # the server removes it first
         # Last, the lock: the folder is gone before anyone may take it.
@@ -204,15 +215,23 @@ def plain_kernel_argv() -> list[str]:
 
 def launcher_argv(socket_path: str) -> list[str]:
     # -I -S: no site-packages, no user paths: the launcher needs only the stdlib.
-    return [sys.executable, "-I", "-S", str(HERE / "launcher.py"), socket_path,
-            "-f", "{connection_file}"]
+    return [
+        sys.executable,
+        "-I",
+        "-S",
+        str(HERE / "launcher.py"),
+        socket_path,
+        "-f",
+        "{connection_file}",
+    ]
 
 
-def _start_server(app: Sphinx) -> None:
+def _start_server(app: Sphinx) -> ForkServer:
     global _server
     if _server is None:
         _server = ForkServer(kernel_environment(Path(app.confdir)))
         atexit.register(_stop_server)
+    return _server
 
 
 def _sources_changed(app: Sphinx) -> bool:
@@ -254,15 +273,16 @@ def _install_kernelspec(app: Sphinx, env, docnames: list[str]) -> None:
     environment = kernel_environment(Path(app.confdir))
     reason = unavailable_reason()
     if reason:
-        logger.info(f"fork server off ({reason}): each page starts its own kernel "
-                    "and imports torch itself")
+        logger.info(
+            f"fork server off ({reason}): each page starts its own kernel and imports torch itself"
+        )
         argv = plain_kernel_argv()
     else:
         global _forked_pages
-        _start_server(app)
-        argv = launcher_argv(_server.socket_path)
+        server = _start_server(app)
+        argv = launcher_argv(server.socket_path)
         if os.environ.get(PROTOCOL_SWITCH) != "1":
-            _forked_pages = (_server.socket_path, environment)
+            _forked_pages = (server.socket_path, environment)
     spec = {
         "argv": argv,
         "display_name": "Python 3 (ipykernel)",
@@ -275,7 +295,8 @@ def _install_kernelspec(app: Sphinx, env, docnames: list[str]) -> None:
     kernels = str(spec_file.parent.parent.parent)
     if kernels not in os.environ.get("JUPYTER_PATH", "").split(os.pathsep):
         os.environ["JUPYTER_PATH"] = os.pathsep.join(
-            filter(None, [kernels, os.environ.get("JUPYTER_PATH")]))
+            filter(None, [kernels, os.environ.get("JUPYTER_PATH")])
+        )
 
 
 def _execute_page(original):
@@ -287,12 +308,19 @@ def _execute_page(original):
         if _forked_pages is not None:
             socket_path, spec_environment = _forked_pages
             try:
-                return execute_forked(original, notebook, socket_path,
-                                      {**os.environ, **spec_environment}, cwd=cwd, **kwargs)
+                return execute_forked(
+                    original,
+                    notebook,
+                    socket_path,
+                    {**os.environ, **spec_environment},
+                    cwd=cwd,
+                    **kwargs,
+                )
             except ServerUnreachable as error:
                 # As the launcher does: the page still runs, and says why it is slow.
-                logger.info(f"fork server unreachable ({error}): this page runs in a "
-                            "kernel of its own")
+                logger.info(
+                    f"fork server unreachable ({error}): this page runs in a kernel of its own"
+                )
         return original(notebook, cwd=cwd, **kwargs)
 
     return executenb

@@ -23,10 +23,16 @@ def source_date_epoch(repository: Path) -> str:
     if "SOURCE_DATE_EPOCH" in os.environ:
         return os.environ["SOURCE_DATE_EPOCH"]
     try:
-        return subprocess.run(
-            ["git", "log", "-1", "--format=%ct"], cwd=repository, check=True,
-            capture_output=True, text=True,
-        ).stdout.strip() or "0"
+        return (
+            subprocess.run(
+                ["git", "log", "-1", "--format=%ct"],
+                cwd=repository,
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout.strip()
+            or "0"
+        )
     except (OSError, subprocess.CalledProcessError):
         return "0"  # not a git checkout: any fixed time keeps builds identical
 

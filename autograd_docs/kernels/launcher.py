@@ -30,6 +30,15 @@ PAGE_KERNEL = os.path.join(HERE, "page_kernel.py")
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
+class _Kernel:
+    """The kernel this process stands in for: its pid once the server has forked
+    it, and the signals that arrived before that, to deliver then."""
+
+    def __init__(self) -> None:
+        self.pid: int | None = None
+        self.pending: list[int] = []
+
+
 def _plain_kernel(kernel_args: list[str], reason: str) -> None:
     print(f"fork_launcher: {reason}; starting a plain kernel", file=sys.stderr)
     os.execv(sys.executable, [sys.executable, PAGE_KERNEL, *kernel_args])
@@ -53,23 +62,25 @@ def main() -> None:
         server.connect(socket_path)
     except OSError as error:
         _plain_kernel(kernel_args, f"fork server unreachable ({error})")
-    request = json.dumps({
-        "argv": [PAGE_KERNEL, *kernel_args],
-        "cwd": os.getcwd(),
-        "env": dict(os.environ),
-    }).encode()
+    request = json.dumps(
+        {
+            "argv": [PAGE_KERNEL, *kernel_args],
+            "cwd": os.getcwd(),
+            "env": dict(os.environ),
+        }
+    ).encode()
     socket.send_fds(server, [struct.pack("!I", len(request))], _standard_fds())
     server.sendall(request)
 
     # A signal that arrives before the kernel exists is kept, then delivered.
-    kernel = {"pid": None, "pending": []}
+    kernel = _Kernel()
 
     def forward(signum, _frame):
-        if kernel["pid"] is None:
-            kernel["pending"].append(signum)
+        if kernel.pid is None:
+            kernel.pending.append(signum)
             return
         try:
-            os.killpg(kernel["pid"], signum)
+            os.killpg(kernel.pid, signum)
         except ProcessLookupError:
             pass
 
@@ -80,9 +91,9 @@ def main() -> None:
     first = replies.readline()
     if not first:
         _plain_kernel(kernel_args, "fork server closed the connection")
-    kernel["pid"] = json.loads(first)["pid"]
-    for signum in kernel["pending"]:
-        forward(signum, None)
+    kernel.pid = json.loads(first)["pid"]
+    for early in kernel.pending:
+        forward(early, None)
 
     last = replies.readline()
     if not last:  # the server died; its kernels die with it

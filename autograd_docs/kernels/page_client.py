@@ -41,8 +41,12 @@ def cells_to_run(notebook: NotebookNode, allow_errors: bool) -> list[dict]:
         tags = cell.get("metadata", {}).get("tags", [])
         if cell.cell_type != "code" or not cell.source.strip() or skip_tag in tags:
             continue
-        cells.append({"source": cell.source,
-                      "stop_on_error": not (allow_errors or "raises-exception" in tags)})
+        cells.append(
+            {
+                "source": cell.source,
+                "stop_on_error": not (allow_errors or "raises-exception" in tags),
+            }
+        )
     return cells
 
 
@@ -134,6 +138,9 @@ class ForkedPageClient:
     def __init__(self, manager: ForkedPageManager) -> None:
         self._manager = manager
         self._executed = 0
+        # nbclient asks for the client once start_kernel has returned: the child
+        # is forked and its reader made.
+        assert manager.reader is not None
         self.shell_channel = _Channel(manager.reader, "shell")
         self.iopub_channel = _Channel(manager.reader, "iopub")
 
@@ -149,16 +156,20 @@ class ForkedPageClient:
     def kernel_info(self) -> str:
         return _request_id(KERNEL_INFO)
 
-    def execute(self, code: str, store_history: bool = True, stop_on_error: bool = True,
-                **_ignored) -> str:
+    def execute(
+        self, code: str, store_history: bool = True, stop_on_error: bool = True, **_ignored
+    ) -> str:
         index = self._executed
         expected = self._manager.cells
-        if index >= len(expected) or expected[index] != {"source": code,
-                                                          "stop_on_error": stop_on_error}:
+        if index >= len(expected) or expected[index] != {
+            "source": code,
+            "stop_on_error": stop_on_error,
+        }:
             raise RuntimeError(
                 f"nbclient asked to run cell {index} of a page, which the forked "
                 "runner was not given: page_client.cells_to_run no longer follows "
-                "nbclient's rules")
+                "nbclient's rules"
+            )
         self._executed += 1
         return _request_id(index)
 
@@ -199,12 +210,20 @@ class ForkedPageManager:
         server.connect(self.socket_path)
         results, child_end = socket.socketpair()
         self._results = results
-        request = json.dumps({"kind": "page", "cwd": cwd or os.getcwd(), "env": self.env,
-                              "argv": [PAGE_RUNNER], "cells": self.cells}).encode()
+        request = json.dumps(
+            {
+                "kind": "page",
+                "cwd": cwd or os.getcwd(),
+                "env": self.env,
+                "argv": [PAGE_RUNNER],
+                "cells": self.cells,
+            }
+        ).encode()
         devnull = os.open(os.devnull, os.O_RDONLY)
         try:
-            socket.send_fds(server, [struct.pack("!I", len(request))],
-                            [devnull, 1, 2, child_end.fileno()])
+            socket.send_fds(
+                server, [struct.pack("!I", len(request))], [devnull, 1, 2, child_end.fileno()]
+            )
             server.sendall(request)
         finally:
             os.close(devnull)
@@ -223,8 +242,11 @@ class ForkedPageManager:
         it exited (it writes the exit status)."""
         if self.reader is not None and self.reader.ended and not self.reader.finished:
             return False
-        if (self.exit_status is None and self._server is not None
-                and select.select([self._server], [], [], 0)[0]):
+        if (
+            self.exit_status is None
+            and self._server is not None
+            and select.select([self._server], [], [], 0)[0]
+        ):
             line = self._server.recv(4096)
             self.exit_status = json.loads(line)["status"] if line.strip() else -9
         return self.pid is not None and self.exit_status is None
@@ -251,18 +273,24 @@ class ForkedPageManager:
                 pass
 
 
-def execute_forked(execute: Callable, notebook: NotebookNode, socket_path: str,
-                   env: dict[str, str], cwd: str | None = None, **kwargs) -> NotebookNode:
+def execute_forked(
+    execute: Callable,
+    notebook: NotebookNode,
+    socket_path: str,
+    env: dict[str, str],
+    cwd: str | None = None,
+    **kwargs,
+) -> NotebookNode:
     """Run ``notebook`` with nbclient's ``execute`` (taking the same arguments) in
     a child the fork server at ``socket_path`` forks for it, with ``env`` as its
     environment. Raises ServerUnreachable, having run nothing, if the server
     cannot be reached; otherwise whatever nbclient raises."""
     manager = ForkedPageManager(
-        socket_path, cells_to_run(notebook, kwargs.get("allow_errors", False)), env)
+        socket_path, cells_to_run(notebook, kwargs.get("allow_errors", False)), env
+    )
     manager.start_kernel(cwd=cwd)
     try:
         return execute(notebook, cwd=cwd, km=manager, **kwargs)
     finally:
         manager.shutdown_kernel(now=True)
         manager.cleanup_resources()
-

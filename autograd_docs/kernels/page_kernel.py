@@ -28,8 +28,7 @@ class _DropIrrelevantRecords(logging.Filter):
         if UNENCRYPTED_TCP_WARNING in record.getMessage():
             return False
         error = record.exc_info[1] if record.exc_info else None
-        return not (isinstance(error, zmq.ZMQError)
-                    and error.errno in CLOSED_SOCKET_ERRNOS)
+        return not (isinstance(error, zmq.ZMQError) and error.errno in CLOSED_SOCKET_ERRNOS)
 
 
 def main() -> None:

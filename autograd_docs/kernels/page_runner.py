@@ -46,7 +46,8 @@ def _as_a_kernel_app_would() -> None:
 
     if not os.environ.get("MPLBACKEND"):
         os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
-    InteractiveShellApp.init_path(types.SimpleNamespace(ignore_cwd=False))
+    # As a method of no app: init_path reads only ``self.ignore_cwd``.
+    InteractiveShellApp.init_path(types.SimpleNamespace(ignore_cwd=False))  # type: ignore[arg-type]
 
 
 def _kernel():
@@ -63,8 +64,7 @@ def _kernel():
     # A kernel's streams capture file-descriptor writes too (IPKernelApp's
     # capture_fd_output); the in-process kernel's default streams do not.
     for name in ("stdout", "stderr"):
-        setattr(kernel, name, OutStream(kernel.session, kernel.iopub_thread, name,
-                                        watchfd=True))
+        setattr(kernel, name, OutStream(kernel.session, kernel.iopub_thread, name, watchfd=True))
     client = manager.client()
     client.start_channels()
     return kernel, client
@@ -82,8 +82,12 @@ class _Sender:
 
     def send(self, cell: int, channel: str, msg: dict) -> None:
         msg = {key: value for key, value in msg.items() if key != "buffers"}
-        line = json.dumps({"cell": cell, "channel": channel, "msg": msg},
-                          default=self._default).encode() + b"\n"
+        line = (
+            json.dumps(
+                {"cell": cell, "channel": channel, "msg": msg}, default=self._default
+            ).encode()
+            + b"\n"
+        )
         with self._lock:
             self._results.sendall(line)
 
@@ -124,8 +128,9 @@ class _Requests:
     def wait_idle(self, msg_id: str) -> None:
         with self._changed:
             if not self._changed.wait_for(lambda: msg_id in self._idle, IDLE_WAIT):
-                raise RuntimeError(f"page runner: no 'idle' for request {msg_id!r} "
-                                   f"{IDLE_WAIT} s after it returned")
+                raise RuntimeError(
+                    f"page runner: no 'idle' for request {msg_id!r} {IDLE_WAIT} s after it returned"
+                )
 
 
 def _forward_iopub(client, sender: _Sender, requests: _Requests) -> None:
@@ -153,12 +158,14 @@ def run(results: socket.socket, cells: list[dict]) -> None:
         requests.wait_idle(msg_id)
         return client.get_shell_msg(block=True)
 
-    threading.Thread(target=_forward_iopub, args=(client, sender, requests),
-                     daemon=True, name="iopub-pump").start()
+    threading.Thread(
+        target=_forward_iopub, args=(client, sender, requests), daemon=True, name="iopub-pump"
+    ).start()
     sender.send(KERNEL_INFO, "shell", request(KERNEL_INFO, client.kernel_info))
     for index, cell in enumerate(cells):
-        reply = request(index, client.execute, cell["source"], store_history=True,
-                        allow_stdin=False)
+        reply = request(
+            index, client.execute, cell["source"], store_history=True, allow_stdin=False
+        )
         sender.send(index, "shell", reply)
         if reply["content"]["status"] == "error" and cell["stop_on_error"]:
             break

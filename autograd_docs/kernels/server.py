@@ -64,11 +64,19 @@ def die_with_parent(signum: int, parent_pid: int) -> None:
 # run: what a module does as it is imported (a warning, say) must happen for
 # every page or for none, not only for the pages forked before the server got
 # to it.
-LAZY_IMPORTS = ("torch._dynamo", "torch.utils.flop_counter", "torch.utils.checkpoint",
-                "torch.testing", "PIL.PngImagePlugin", "pygments.lexers.python",
-                # oracle.check_property's (0.3 s), and the record of a quoting check
-                "hypothesis", "hypothesis.strategies", "IPython.display",
-                "autograd_docs.claim_record")
+LAZY_IMPORTS = (
+    "torch._dynamo",
+    "torch.utils.flop_counter",
+    "torch.utils.checkpoint",
+    "torch.testing",
+    "PIL.PngImagePlugin",
+    "pygments.lexers.python",
+    # oracle.check_property's (0.3 s), and the record of a quoting check
+    "hypothesis",
+    "hypothesis.strategies",
+    "IPython.display",
+    "autograd_docs.claim_record",
+)
 
 
 def preload() -> None:
@@ -81,16 +89,19 @@ def preload() -> None:
     import matplotlib  # noqa: F401
     import matplotlib.pyplot  # noqa: F401
     import matplotlib.backends.backend_agg  # noqa: F401
+
     # Not matplotlib_inline.backend_inline: importing it hooks figures into the
     # running IPython shell, and there is none until the child starts one.
     import ipykernel.kernelapp  # noqa: F401
     import ipykernel.ipkernel  # noqa: F401
     import ipykernel.zmqshell  # noqa: F401
+
     # debugpy (0.07 s of every kernel start) warns on import about frozen
     # modules unless told not to validate files, as ipykernel's own kernelspec does.
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     import ipykernel.debugger  # noqa: F401
     import ipykernel.inprocess.manager  # noqa: F401  -- page_runner's kernel
+
     # What starting that kernel imports (its history database, its process
     # inspection, IPython's debugger), not to pay for them in every page.
     import bdb  # noqa: F401
@@ -98,6 +109,7 @@ def preload() -> None:
     import sqlite3  # noqa: F401
     import page_kernel  # noqa: F401
     import page_runner  # noqa: F401
+
     for module in LAZY_IMPORTS:
         importlib.import_module(module)
     # What Python's docs advise before forking without exec: move everything
@@ -211,8 +223,11 @@ class Server:
             conn = self.kernels.pop(pid, None)
             if conn is None:
                 continue
-            status = (-os.WTERMSIG(wait_status) if os.WIFSIGNALED(wait_status)
-                      else os.WEXITSTATUS(wait_status))
+            status = (
+                -os.WTERMSIG(wait_status)
+                if os.WIFSIGNALED(wait_status)
+                else os.WEXITSTATUS(wait_status)
+            )
             try:
                 conn.sendall(json.dumps({"status": status}).encode() + b"\n")
             except OSError:
@@ -229,8 +244,10 @@ class Server:
 
     @staticmethod
     def _kill(pid: int) -> None:
-        for target in (lambda: os.killpg(pid, signal.SIGKILL),
-                       lambda: os.kill(pid, signal.SIGKILL)):
+        for target in (
+            lambda: os.killpg(pid, signal.SIGKILL),
+            lambda: os.kill(pid, signal.SIGKILL),
+        ):
             try:
                 target()
                 return
@@ -380,7 +397,9 @@ def report(status_fd: int, state: str) -> None:
 
 def main() -> None:
     socket_path, listener_fd, parent_pid, status_fd, lock_fd = (
-        sys.argv[1], *map(int, sys.argv[2:6]))
+        sys.argv[1],
+        *map(int, sys.argv[2:6]),
+    )
     server = Server(socket_path, listener_fd, lock_fd)
     signal.signal(signal.SIGTERM, server.shutdown)
     signal.signal(signal.SIGINT, server.shutdown)

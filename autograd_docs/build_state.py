@@ -1,0 +1,37 @@
+"""What the engine reads once per build and every page then uses, in one typed place.
+
+Each value is read when the builder starts, by the part named beside it, and is
+kept on the Sphinx application (its one attribute ``ATTRIBUTE``), not on the
+environment: the environment is saved with the build, while these are read
+afresh by every build. Sphinx forks its parallel readers and writers, so they
+see what was read before they started.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sphinx.application import Sphinx
+
+    from autograd_docs.html.repository import Repository
+
+ATTRIBUTE = "autograd_docs_state"  # the one attribute the engine sets on the application
+
+
+@dataclass
+class BuildState:
+    # html/repository.py: the repository the site is built from, when known.
+    repository: Repository | None = None
+    # html/page_origin.py: docname -> the date (YYYY-MM-DD) its source last changed.
+    dates: dict[str, str] = field(default_factory=dict)
+
+
+def of(app: Sphinx) -> BuildState:
+    """This build's state, made (empty) on first use."""
+    state: BuildState | None = getattr(app, ATTRIBUTE, None)
+    if state is None:
+        state = BuildState()
+        setattr(app, ATTRIBUTE, state)
+    return state
