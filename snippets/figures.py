@@ -77,7 +77,8 @@ def short_number(value: float) -> str:
 
 
 def text_shade(color) -> tuple[float, float, float]:
-    """A darker shade of a line's colour, for text beside the line on white (>= 4.5:1)."""
+    """A darker shade of a line's colour, for text beside the line on white (matplotlib's
+    default blue and orange become 9.8:1 and 6.2:1 against white)."""
     red, green, blue = matplotlib.colors.to_rgb(color)
     return (0.6 * red, 0.6 * green, 0.6 * blue)
 

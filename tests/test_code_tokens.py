@@ -20,16 +20,12 @@ from pygments.lexers import PythonConsoleLexer, PythonLexer
 from pygments.token import Generic, Text
 from sphinx.highlighting import PygmentsBridge
 
-from autograd_docs.html.code_tokens import PlainTokenFormatter, drawn_as_text
+from autograd_docs.html.code_tokens import drawn_as_text, formatter_for
 
 ROOT = Path(__file__).resolve().parent.parent
 LIGHT, DARK = (PygmentsBridge("html", name).formatter_args["style"]
                for name in ("a11y-light", "native"))  # furo's two styles
 SPAN = re.compile(r'(<span(?: class="[^"]*")?>)|(</span>)|([^<]+)')
-
-
-def site_formatter() -> type[HtmlFormatter]:
-    return type("Site", (PlainTokenFormatter,), {"plain": drawn_as_text(LIGHT, DARK)})
 
 
 def looks(html: str, formatter: HtmlFormatter) -> list[tuple[str, tuple]]:
@@ -56,7 +52,7 @@ def looks(html: str, formatter: HtmlFormatter) -> list[tuple[str, tuple]]:
                            "tensor(6., grad_fn=<SumBackward0>)\n"),
 ])
 def test_every_character_is_drawn_as_pygments_draws_it(lexer, source):
-    standard, site = HtmlFormatter(style=LIGHT), site_formatter()(style=LIGHT)
+    standard, site = HtmlFormatter(style=LIGHT), formatter_for(LIGHT, DARK)(style=LIGHT)
     before, after = highlight(source, lexer, standard), highlight(source, lexer, site)
     assert looks(after, site) == looks(before, standard)
     assert after.count("<span") < before.count("<span")
@@ -66,6 +62,6 @@ def test_names_and_punctuation_are_plain_and_prompts_keep_their_class():
     plain = drawn_as_text(LIGHT, DARK)
     assert {HtmlFormatter(style=LIGHT)._get_css_class(token) for token in plain} >= {"n", "p"}
     assert not any(token in Generic for token in plain)
-    doctest = highlight(">>> 1 + 1\n2\n", PythonConsoleLexer(), site_formatter()(style=LIGHT))
+    doctest = highlight(">>> 1 + 1\n2\n", PythonConsoleLexer(), formatter_for(LIGHT, DARK)(style=LIGHT))
     assert '<span class="gp">&gt;&gt;&gt; </span>' in doctest
     assert '<span class="go">2</span>' in doctest

@@ -46,16 +46,20 @@ class PlainTokenFormatter(HtmlFormatter):
         )
 
 
+def formatter_for(light: StyleMeta, dark: StyleMeta) -> type[PlainTokenFormatter]:
+    """The formatter class for a site drawn in these two styles."""
+    return type(
+        "PlainTokenFormatter", (PlainTokenFormatter,), {"plain": drawn_as_text(light, dark)}
+    )
+
+
 def use_plain_tokens(app: Sphinx) -> None:
     highlighter = getattr(app.builder, "highlighter", None)
     if highlighter is None or highlighter.dest != "html":
         return
     light = highlighter.formatter_args["style"]
     dark = PygmentsBridge("html", app.config.pygments_dark_style).formatter_args["style"]
-    formatter = type(
-        "PlainTokenFormatter", (PlainTokenFormatter,), {"plain": drawn_as_text(light, dark)}
-    )
-    highlighter.formatter = formatter
+    highlighter.formatter = formatter_for(light, dark)
 
 
 def setup(app: Sphinx) -> dict:
