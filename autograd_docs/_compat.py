@@ -5,7 +5,7 @@ and what upstream would retire it. After bumping one of those pins, read this fi
 first: ``tests/test_engine.py`` fails until ``WRITTEN_AGAINST`` says the new
 version, so the bump cannot land without someone re-checking these hooks.
 
-One private hook lives elsewhere: ``kernels/server.py`` calls
+One private hook lives elsewhere: ``kernels/child.py`` calls
 ``atexit._run_exitfuncs`` (CPython) in a forked kernel before ``os._exit``; the
 server runs as a plain script and imports nothing from this package.
 """
@@ -191,7 +191,12 @@ def wrap_executenb(wrapper: Callable) -> None:
     """
     import jupyter_cache.executors.utils
 
-    jupyter_cache.executors.utils.executenb = wrapper(jupyter_cache.executors.utils.executenb)
+    # Each build's setup wraps it: wrap the original, never an earlier wrapper.
+    original = jupyter_cache.executors.utils.executenb
+    original = getattr(original, "__wrapped__", original)
+    wrapped = wrapper(original)
+    wrapped.__wrapped__ = original
+    jupyter_cache.executors.utils.executenb = wrapped
 
 
 def serialize_cache_access() -> None:

@@ -29,14 +29,15 @@ from jupyter_client.manager import KernelManager
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
 from autograd_docs import kernels as fork_kernels
-from autograd_docs.kernels import page_client, page_runner
+from autograd_docs.kernels import fork_server, page_client, page_runner
 from autograd_docs.kernels.environment import kernel_environment
+from autograd_docs.kernels.ways import launcher_argv
 
 ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.skipif(
-    fork_kernels.unavailable_reason() is not None,
-    reason=f"fork server unavailable: {fork_kernels.unavailable_reason()}",
+    fork_server.unavailable_reason() is not None,
+    reason=f"fork server unavailable: {fork_server.unavailable_reason()}",
 )
 
 # What the build starts its server with (hash seed, matplotlibrc, SOURCE_DATE_EPOCH).
@@ -57,10 +58,10 @@ def install_kernelspec(folder: Path, argv: list[str], monkeypatch) -> None:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """One fork server, as the build starts it, and the kernelspec pointing at it."""
-    server = fork_kernels.ForkServer(BUILD_ENVIRONMENT)
+    server = fork_server.ForkServer(BUILD_ENVIRONMENT)
     with pytest.MonkeyPatch.context() as monkeypatch:
         install_kernelspec(tmp_path_factory.mktemp("jupyter"),
-                           fork_kernels.launcher_argv(server.socket_path), monkeypatch)
+                           launcher_argv(server.socket_path), monkeypatch)
         yield server
     server.stop()
 
@@ -433,7 +434,7 @@ def test_a_launcher_whose_server_is_gone_runs_a_plain_kernel(temp, tmp_path, mon
     """The fallback: a kernelspec still points at a server that has exited (the
     socket is gone), as a notebook re-run after its build would find it."""
     gone = temp / "gone" / "server.sock"
-    install_kernelspec(tmp_path / "jupyter", fork_kernels.launcher_argv(str(gone)),
+    install_kernelspec(tmp_path / "jupyter", launcher_argv(str(gone)),
                        monkeypatch)
     kernel = Kernel(tmp_path)
     try:
@@ -449,8 +450,8 @@ def test_a_launcher_whose_server_is_gone_runs_a_plain_kernel(temp, tmp_path, mon
 
 
 def test_nothing_outlives_the_server(tmp_path, monkeypatch):
-    server = fork_kernels.ForkServer(BUILD_ENVIRONMENT)
-    install_kernelspec(tmp_path, fork_kernels.launcher_argv(server.socket_path), monkeypatch)
+    server = fork_server.ForkServer(BUILD_ENVIRONMENT)
+    install_kernelspec(tmp_path, launcher_argv(server.socket_path), monkeypatch)
     kernel = Kernel(tmp_path)
     pid = kernel.value("__import__('os').getpid()")
     server.stop()
@@ -463,10 +464,10 @@ def test_nothing_outlives_the_server(tmp_path, monkeypatch):
 
 BUILD = f"""
 import sys, time
-from autograd_docs import kernels as fork_kernels
+from autograd_docs.kernels import fork_server
 
 from autograd_docs.kernels.environment import kernel_environment
-server = fork_kernels.ForkServer(kernel_environment(__import__("pathlib").Path({str(ROOT)!r})))
+server = fork_server.ForkServer(kernel_environment(__import__("pathlib").Path({str(ROOT)!r})))
 print(server.process.pid, server.folder, flush=True)
 if sys.argv[1] != "starting":
     server.wait_until(sys.argv[1])
@@ -510,11 +511,11 @@ def test_the_next_build_removes_only_folders_nothing_holds(temp):
     dead.wait()
     assert wait_until_dead(dead_server)
     assert dead_folder.exists(), "nothing alive was left to remove it"
-    unlocked = temp / (fork_kernels.FOLDER_PREFIX + "older-build")
+    unlocked = temp / (fork_server.FOLDER_PREFIX + "older-build")
     unlocked.mkdir()
     (unlocked / "server.sock").touch()
     try:
-        assert fork_kernels.remove_stale_folders(str(temp)) == [dead_folder]
+        assert fork_server.remove_stale_folders(str(temp)) == [dead_folder]
         assert live_folder.exists() and unlocked.exists()
     finally:
         live.kill()
@@ -552,7 +553,7 @@ print("argv", sys.argv[0])
 """
 
 
-def build_site(tmp_path: Path, **env) -> tuple[str, list[str]]:
+def build_site(tmp_path: Path, *options: str, **env) -> tuple[str, list[str]]:
     src = tmp_path / "src"
     src.mkdir()
     (src / "conf.py").write_text(SITE_CONF)
@@ -560,11 +561,11 @@ def build_site(tmp_path: Path, **env) -> tuple[str, list[str]]:
     for n in "ab":
         (src / f"{n}.md").write_text(SITE_PAGE.format(n=n))
     result = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-j", "2", "-W", "-b", "html",
+        [sys.executable, "-m", "sphinx", "-j", "2", "-W", "-b", "html", *options,
          "-d", str(tmp_path / "doctrees"), str(src), str(tmp_path / "html")],
         capture_output=True, text=True, env={**os.environ, **env}, timeout=600,
     )
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 0, result.stdout + result.stderr
     pages = [(tmp_path / "html" / f"{n}.html").read_text() for n in "ab"]
     return result.stdout + result.stderr, pages
 
@@ -601,6 +602,36 @@ def test_the_kernel_protocol_switch_runs_forked_kernels(tmp_path):
     log, pages = build_site(tmp_path, **{fork_kernels.PROTOCOL_SWITCH: "1"})
     assert "fork server off" not in log
     assert all("page_kernel.py" in page for page in pages)
+
+
+@pytest.mark.build
+@pytest.mark.parametrize("way, runs", [("forked-pages", "page_runner.py"),
+                                       ("forked-kernels", "page_kernel.py"),
+                                       ("plain-kernels", "page_kernel.py")])
+def test_conf_py_chooses_the_way_pages_run(tmp_path, way, runs):
+    log, pages = build_site(tmp_path, "-D", f"{fork_kernels.CONFIG}={way}")
+    assert all(runs in page for page in pages), way
+    parents = {page.split("ppid ")[1].split()[0] for page in pages}
+    assert (len(parents) == 1) == (way != "plain-kernels"), "forked from one server, or not"
+
+
+def test_a_way_conf_py_misspells_fails_the_build_naming_the_choices(tmp_path):
+    with pytest.raises(AssertionError) as failed:
+        build_site(tmp_path, "-D", f"{fork_kernels.CONFIG}=forked_pages")
+    message = str(failed.value)
+    assert f"{fork_kernels.CONFIG} = 'forked_pages' is not a way to run pages" in message
+    assert "'forked-pages', 'forked-kernels', 'plain-kernels'" in message
+
+
+def test_the_environment_overrides_conf_py_for_one_build(monkeypatch):
+    monkeypatch.delenv(fork_kernels.ENV_SWITCH, raising=False)
+    monkeypatch.delenv(fork_kernels.PROTOCOL_SWITCH, raising=False)
+    assert fork_kernels.chosen("forked-pages") == ("forked-pages", None)
+    monkeypatch.setenv(fork_kernels.PROTOCOL_SWITCH, "1")
+    assert fork_kernels.chosen("forked-pages") == ("forked-kernels", None)
+    monkeypatch.setenv(fork_kernels.ENV_SWITCH, "0")
+    assert fork_kernels.chosen("forked-pages") == ("plain-kernels",
+                                                   f"{fork_kernels.ENV_SWITCH}=0")
 
 
 def test_a_message_read_late_is_filed_under_the_cell_whose_request_it_answers():

@@ -1,237 +1,91 @@
-"""The one owner of the ``python3`` kernelspec, of the fork server's life, and of
-how a page is executed.
+"""How a page is executed: one choice, ``autograd_docs_page_execution`` in
+``conf.py``, and the one owner of the ``python3`` kernelspec.
 
-Every page runs in a process forked from a warm server, not started from cold.
-When the build is about to read pages, this extension starts ``server.py``
-(which imports torch, numpy, matplotlib and ipykernel once, and runs nothing
-else). For each page, jupyter-cache's ``executenb`` (wrapped here) asks the
-server for a child that runs the page's cells itself with ipykernel's shell
-(``page_runner.py``) and streams the messages back; nbclient turns them into the
-notebook through ``page_client.py``'s stand-in kernel manager, with no kernel
-protocol in between. Every page still runs in its own process.
+The choice names one of ``ways.WAYS``:
 
-The ``python3`` kernelspec is written once too, and is what runs a page when
-the runner cannot: its command is ``launcher.py``, a standard-library-only
-command that asks the server to fork a fresh Jupyter kernel for the page and
-stands in for it (signals in, exit status out), or ``page_kernel.py`` itself
-when the server is off. It is named ``python3`` so that the downloadable
-notebooks name the kernel readers have.
+* ``"forked-pages"`` (the default): each page runs in a process forked from a
+  warm server that imported torch once, which runs the cells itself
+  (``page_runner.py``) and streams the messages back to nbclient
+  (``page_client.py``);
+* ``"forked-kernels"``: each page gets a Jupyter kernel forked from that server,
+  driven over the kernel protocol (the way before the page runner, and its
+  oracle in tests);
+* ``"plain-kernels"``: each page starts a kernel of its own, from cold.
 
-The server is stopped when the build finishes, and at interpreter exit if the
-build fails or is interrupted; it also exits on its own when the build process
-dies, removing the build's folder (its socket) as it goes. Should both die at
-once (SIGKILL to both, a machine that loses power), the folder stays; the next
-build removes it, once its lock proves that nothing holds it any more. Parallel
-readers (``-j``) are forked after the server starts and share it.
+Two environment variables override it, for one build:
+``AUTOGRAD_DOCS_FORK_SERVER=0`` chooses plain kernels and
+``AUTOGRAD_DOCS_KERNEL_PROTOCOL=1`` forked kernels. Where fork is not available
+(not Linux), a forked way says so once and runs plain kernels.
 
-Set ``AUTOGRAD_DOCS_KERNEL_PROTOCOL=1`` to run pages in forked Jupyter kernels
-instead (the way before the runner, and its oracle in tests), and
-``AUTOGRAD_DOCS_FORK_SERVER=0`` to run plain kernels. Where fork is not
-available (not Linux), the build says so once and runs plain kernels.
+jupyter-cache's ``executenb``, the one call through which myst-nb executes a
+page, is wrapped here to call the chosen way's ``execute``. The way is started
+while Sphinx is still loading when pages are likely to be read (so the server's
+imports overlap the other extensions'), its kernelspec is written before pages
+are read, and it is closed when the build finishes, or at interpreter exit if
+the build fails. Parallel readers (``-j``) are forked after it starts and share
+it. The kernelspec is named ``python3`` so that the downloadable notebooks name
+the kernel readers have.
 """
 
 from __future__ import annotations
 
 import atexit
-import contextlib
-import fcntl
 import json
 import os
-import select
-import shutil
-import socket
-import subprocess
-import sys
-import tempfile
-import time
 from pathlib import Path
 
 from sphinx.application import Sphinx
+from sphinx.errors import ConfigError
 from sphinx.util import logging
 
 from autograd_docs import _compat
 from autograd_docs._compat import config_value_at_setup
+from autograd_docs.kernels import fork_server
 from autograd_docs.kernels.environment import kernel_environment
-from autograd_docs.kernels.page_client import ServerUnreachable, execute_forked
+from autograd_docs.kernels.ways import WAYS, PageExecution
 
 logger = logging.getLogger(__name__)
 
-HERE = Path(__file__).parent
-ENV_SWITCH = "AUTOGRAD_DOCS_FORK_SERVER"
-# =1: pages run in Jupyter kernels forked from the server, over the kernel
-# protocol (the path before page_runner.py; bench compares the two).
-PROTOCOL_SWITCH = "AUTOGRAD_DOCS_KERNEL_PROTOCOL"
-FOLDER_PREFIX = "autograd-docs-kernels-"  # in the temp folder, one per build
-LOCK = "build.lock"  # locked (flock) for as long as the build or its server lives
+CONFIG = "autograd_docs_page_execution"
+DEFAULT = "forked-pages"
+ENV_SWITCH = "AUTOGRAD_DOCS_FORK_SERVER"  # =0: plain kernels
+PROTOCOL_SWITCH = "AUTOGRAD_DOCS_KERNEL_PROTOCOL"  # =1: forked kernels
+
+# The one piece of module state: the way pages run in this process. It is here,
+# not on the application, because jupyter-cache calls ``executenb`` with no
+# application to find it on; parallel readers inherit it when they fork.
+_active: PageExecution | None = None
 
 
-def unavailable_reason() -> str | None:
-    """Why the fork server cannot be used here, or None if it can."""
+def chosen(configured: str) -> tuple[str, str | None]:
+    """The way this build runs pages, from conf.py's choice and the environment's
+    overrides, and why it is not the configured one (None if it is)."""
     if os.environ.get(ENV_SWITCH, "1") == "0":
-        return f"{ENV_SWITCH}=0"
-    if not sys.platform.startswith("linux"):
-        return f"forking a warm kernel is only done on Linux, not {sys.platform}"
-    if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
-        return "this Python cannot fork or pass file descriptors"
-    return None
+        return "plain-kernels", f"{ENV_SWITCH}=0"
+    if os.environ.get(PROTOCOL_SWITCH) == "1":
+        configured = "forked-kernels"
+    if configured != "plain-kernels":
+        reason = fork_server.unavailable_reason()
+        if reason:
+            return "plain-kernels", reason
+    return configured, None
 
 
-def _locked_lock_file(folder: str) -> int:
-    """Create ``folder``'s lock file, already locked: it is written under another
-    name and renamed, so no one ever finds it unlocked while this process lives."""
-    draft = os.path.join(folder, LOCK + ".new")
-    fd = os.open(draft, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    os.rename(draft, os.path.join(folder, LOCK))
-    return fd
+def _check(app: Sphinx, config) -> None:
+    if config[CONFIG] not in WAYS:
+        raise ConfigError(
+            f"conf.py: {CONFIG} = {config[CONFIG]!r} is not a way to run pages; "
+            f"choose one of {', '.join(map(repr, WAYS))} (autograd_docs/kernels/ways.py)"
+        )
 
 
-def remove_stale_folders(temp: str | None = None) -> list[Path]:
-    """Remove the folders of builds that are over, and only those: the ones whose
-    lock nothing holds. The lock is held by the build, its parallel readers and
-    its fork server, and released by the kernel the moment the last of them
-    exits, however it exits. A folder without a lock (a build that is only now
-    creating it, or an older build's) proves nothing and is left alone; so is
-    any folder that is not ours. Age is never a reason.
-    """
-    removed = []
-    for folder in Path(temp or tempfile.gettempdir()).glob(FOLDER_PREFIX + "*"):
-        try:
-            if folder.is_symlink() or folder.lstat().st_uid != os.getuid():
-                continue
-            fd = os.open(folder / LOCK, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
-        except OSError:
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            continue  # held: a live build's folder
-        shutil.rmtree(folder, ignore_errors=True)  # still holding it, so no one else acts
-        os.close(fd)
-        removed.append(folder)
-    return removed
-
-
-class ForkServer:
-    """The server process, owned by the process that started it."""
-
-    def __init__(self, environment: dict[str, str] | None = None) -> None:
-        remove_stale_folders()
-        self.folder = tempfile.mkdtemp(prefix=FOLDER_PREFIX)
-        self.socket_path = os.path.join(self.folder, "server.sock")
-        self.owner = os.getpid()
-        self.lock = _locked_lock_file(self.folder)
-        self.states: list[str] = []  # what the server has reported, in order
-        self._status_buffer = b""
-        # Listen here, before the server has even started Python: a launcher
-        # that connects while the server still imports torch waits in the
-        # backlog instead of finding no socket.
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(self.socket_path)
-        listener.listen(64)
-        self._status, status_w = os.pipe()
-        try:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    str(HERE / "server.py"),
-                    self.socket_path,
-                    str(listener.fileno()),
-                    str(os.getpid()),
-                    str(status_w),
-                    str(self.lock),
-                ],
-                pass_fds=[listener.fileno(), status_w, self.lock],
-                stdin=subprocess.PIPE,  # closes when this process dies: the server exits
-                stdout=subprocess.DEVNULL,
-                start_new_session=True,  # Ctrl-C reaches the build, which stops us
-                env={**os.environ, **(environment or {})},
-            )
-        finally:
-            listener.close()
-            os.close(status_w)
-
-    def wait_until(self, state: str, timeout: float = 300) -> None:
-        """Block until the server has reported ``state``: ``"importing"`` (it
-        watches its parent) or ``"ready"`` (its imports are done).
-
-        The build never waits (a launcher that connects early waits in the
-        socket's backlog); tests do, instead of guessing how long imports take.
-        """
-        deadline = time.monotonic() + timeout
-        while state not in self.states:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(
-                    f"the fork server did not report {state!r} in "
-                    f"{timeout} s (it reported {self.states})"
-                )
-            if not select.select([self._status], [], [], remaining)[0]:
-                continue
-            data = os.read(self._status, 4096)
-            if not data:
-                raise RuntimeError(
-                    f"the fork server exited ({self.process.poll()}) before it reported {state!r}"
-                )
-            self._status_buffer += data
-            *lines, self._status_buffer = self._status_buffer.split(b"\n")
-            self.states += [line.decode() for line in lines]
-
-    def stop(self) -> None:
-        if os.getpid() != self.owner:
-            return  # a forked reader: the server is not ours to stop
-        if self.process.poll() is None:
-            self.process.terminate()  # it kills and reaps its kernels
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        assert self.process.stdin is not None  # Popen(stdin=PIPE)
-        self.process.stdin.close()
-        shutil.rmtree(self.folder, ignore_errors=True)  # the server removes it first
-        # Last, the lock: the folder is gone before anyone may take it.
-        for fd in (self._status, self.lock):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self._status = self.lock = -1  # a second stop closes nothing
-
-
-_server: ForkServer | None = None
-# Set before parallel readers fork, when pages run in forked children without
-# a kernel: the server's socket and the kernelspec's environment.
-_forked_pages: tuple[str, dict[str, str]] | None = None
-
-
-def kernelspec_file(app: Sphinx) -> Path:
-    """Where the build's ``python3`` kernelspec lives (searched via JUPYTER_PATH)."""
-    return Path(app.doctreedir) / "jupyter" / "kernels" / "python3" / "kernel.json"
-
-
-def plain_kernel_argv() -> list[str]:
-    return [sys.executable, str(HERE / "page_kernel.py"), "-f", "{connection_file}"]
-
-
-def launcher_argv(socket_path: str) -> list[str]:
-    # -I -S: no site-packages, no user paths: the launcher needs only the stdlib.
-    return [
-        sys.executable,
-        "-I",
-        "-S",
-        str(HERE / "launcher.py"),
-        socket_path,
-        "-f",
-        "{connection_file}",
-    ]
-
-
-def _start_server(app: Sphinx) -> ForkServer:
-    global _server
-    if _server is None:
-        _server = ForkServer(kernel_environment(Path(app.confdir)))
-        atexit.register(_stop_server)
-    return _server
+def _activate(app: Sphinx, configured: str) -> PageExecution:
+    global _active
+    if _active is None:
+        name, reason = chosen(configured)
+        _active = WAYS[name](kernel_environment(Path(app.confdir)), reason)
+        atexit.register(_close)
+    return _active
 
 
 def _sources_changed(app: Sphinx) -> bool:
@@ -249,45 +103,44 @@ def _sources_changed(app: Sphinx) -> bool:
 
 
 def _start_early(app: Sphinx) -> None:
-    """Start the server while Sphinx is still loading, if pages will be read.
+    """Start the way while Sphinx is still loading, if pages will be read.
 
-    The server's imports then overlap the import of the other extensions
-    (myst-nb alone takes a second). If the guess says nothing changed, the
-    server waits until Sphinx knows it has pages to read (``_install_kernelspec``): a
-    no-change rebuild never starts it.
+    If the guess says nothing changed, the way waits until Sphinx knows it has
+    pages to read (``_install_kernelspec``): a no-change rebuild never starts a
+    server. A choice conf.py misspelt starts nothing: ``_check`` reports it.
     """
-    mode = config_value_at_setup(app.config, "nb_execution_mode", "auto")
-    if mode != "off" and unavailable_reason() is None and _sources_changed(app):
-        _start_server(app)
+    configured = config_value_at_setup(app.config, CONFIG, DEFAULT)
+    executes = config_value_at_setup(app.config, "nb_execution_mode", "auto") != "off"
+    if configured in WAYS and executes and _sources_changed(app):
+        _activate(app, configured).start()
+
+
+def kernelspec_file(app: Sphinx) -> Path:
+    """Where the build's ``python3`` kernelspec lives (searched via JUPYTER_PATH)."""
+    return Path(app.doctreedir) / "jupyter" / "kernels" / "python3" / "kernel.json"
 
 
 def _install_kernelspec(app: Sphinx, env, docnames: list[str]) -> None:
-    """Before pages are read: write the ``python3`` kernelspec, once, with the
-    command that will run them (the launcher if the server is up).
+    """Before pages are read: start the way and write the ``python3`` kernelspec,
+    once, with the command that runs its kernels.
 
     JUPYTER_PATH is searched before the venv's own kernelspecs, and kernels
     started by parallel readers inherit it.
     """
     if not docnames or app.config.nb_execution_mode == "off":
         return
-    environment = kernel_environment(Path(app.confdir))
-    reason = unavailable_reason()
-    if reason:
+    way = _activate(app, app.config[CONFIG])
+    if way.reason:
         logger.info(
-            f"fork server off ({reason}): each page starts its own kernel and imports torch itself"
+            f"fork server off ({way.reason}): each page starts its own kernel "
+            "and imports torch itself"
         )
-        argv = plain_kernel_argv()
-    else:
-        global _forked_pages
-        server = _start_server(app)
-        argv = launcher_argv(server.socket_path)
-        if os.environ.get(PROTOCOL_SWITCH) != "1":
-            _forked_pages = (server.socket_path, environment)
+    way.start()
     spec = {
-        "argv": argv,
+        "argv": way.kernel_argv(),
         "display_name": "Python 3 (ipykernel)",
         "language": "python",
-        "env": environment,
+        "env": way.environment,
     }
     spec_file = kernelspec_file(app)
     spec_file.parent.mkdir(parents=True, exist_ok=True)
@@ -300,44 +153,32 @@ def _install_kernelspec(app: Sphinx, env, docnames: list[str]) -> None:
 
 
 def _execute_page(original):
-    """Wrap jupyter-cache's ``executenb``: run the page in a child forked for it
-    (``page_runner.py``), nbclient driving it through ``ForkedPageManager``;
-    through the kernelspec's kernel when the server is off or unreachable."""
+    """Wrap jupyter-cache's ``executenb``: the active way runs the page."""
 
     def executenb(notebook, cwd=None, **kwargs):
-        if _forked_pages is not None:
-            socket_path, spec_environment = _forked_pages
-            try:
-                return execute_forked(
-                    original,
-                    notebook,
-                    socket_path,
-                    {**os.environ, **spec_environment},
-                    cwd=cwd,
-                    **kwargs,
-                )
-            except ServerUnreachable as error:
-                # As the launcher does: the page still runs, and says why it is slow.
-                logger.info(
-                    f"fork server unreachable ({error}): this page runs in a kernel of its own"
-                )
-        return original(notebook, cwd=cwd, **kwargs)
+        if _active is None:  # pages read with no way started: none is needed
+            return original(notebook, cwd=cwd, **kwargs)
+        return _active.execute(original, notebook, cwd, **kwargs)
 
     return executenb
 
 
-def _stop_server(*_args) -> None:
-    global _server
-    if _server is not None:
-        _server.stop()
-        if os.getpid() == _server.owner:
-            _server = None
+def _close(*_args) -> None:
+    """Close the active way; only the process that started it does (a forked
+    reader that exits leaves it to the build)."""
+    global _active
+    if _active is not None and _active.owner == os.getpid():
+        _active.close()
+        _active = None
 
 
 def setup(app: Sphinx) -> dict:
+    # Not an "env" value: every way gives a page the same outputs.
+    app.add_config_value(CONFIG, DEFAULT, "", str)
+    app.connect("config-inited", _check)
     _start_early(app)
     # env-before-read-docs: before parallel readers fork, and only when pages are read.
     app.connect("env-before-read-docs", _install_kernelspec)
-    app.connect("build-finished", _stop_server)
+    app.connect("build-finished", _close)
     _compat.wrap_executenb(_execute_page)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -15,17 +15,21 @@ and environment, then stands in for that kernel towards the kernel manager:
   and kills the kernel.
 
 If the server cannot be reached, it runs the plain kernel (``page_kernel.py``)
-in its place, so a page never fails because the fast path is gone.
+in its place, so a page never fails because the fast path is gone. If the server
+answers but refuses the request (``wire.py``: the two disagree), it says why and
+exits with status 1, which the build reports as a dead kernel.
 """
 
-import json
 import os
 import signal
 import socket
-import struct
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# -I leaves the script's own folder off sys.path; wire.py is all it needs there.
+sys.path.insert(0, HERE)
+import wire  # noqa: E402
+
 PAGE_KERNEL = os.path.join(HERE, "page_kernel.py")
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
@@ -62,15 +66,14 @@ def main() -> None:
         server.connect(socket_path)
     except OSError as error:
         _plain_kernel(kernel_args, f"fork server unreachable ({error})")
-    request = json.dumps(
-        {
-            "argv": [PAGE_KERNEL, *kernel_args],
-            "cwd": os.getcwd(),
-            "env": dict(os.environ),
-        }
-    ).encode()
-    socket.send_fds(server, [struct.pack("!I", len(request))], _standard_fds())
-    server.sendall(request)
+    wire.send_request(
+        server,
+        wire.KERNEL,
+        _standard_fds(),
+        argv=[PAGE_KERNEL, *kernel_args],
+        cwd=os.getcwd(),
+        env=dict(os.environ),
+    )
 
     # A signal that arrives before the kernel exists is kept, then delivered.
     kernel = _Kernel()
@@ -91,14 +94,18 @@ def main() -> None:
     first = replies.readline()
     if not first:
         _plain_kernel(kernel_args, "fork server closed the connection")
-    kernel.pid = json.loads(first)["pid"]
+    try:
+        kernel.pid = wire.read_pid(first)
+    except wire.WireError as error:
+        print(f"fork_launcher: {error}", file=sys.stderr)
+        sys.exit(1)
     for early in kernel.pending:
         forward(early, None)
 
     last = replies.readline()
     if not last:  # the server died; its kernels die with it
         sys.exit(1)
-    status = json.loads(last)["status"]
+    status = wire.read_status(last)
     if status < 0:  # killed by a signal: be killed by the same one
         for signum in FORWARDED:
             signal.signal(signum, signal.SIG_DFL)

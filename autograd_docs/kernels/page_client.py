@@ -15,19 +15,18 @@ that has finished its page.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import queue
 import select
 import signal
 import socket
-import struct
 from collections.abc import Callable
 
 from nbclient.client import NotebookClient
 from nbformat import NotebookNode
 
-KERNEL_INFO = -1  # the "cell" page_runner tags the kernel-info reply with
+from autograd_docs.kernels import wire
+
 PAGE_RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "page_runner.py")
 
 
@@ -51,7 +50,9 @@ def cells_to_run(notebook: NotebookNode, allow_errors: bool) -> list[dict]:
 
 
 class ServerUnreachable(Exception):
-    """The fork server could not fork a child for the page; nothing ran."""
+    """The fork server could not be reached to fork a child for the page; nothing
+    ran. (A server that answers but refuses raises ``wire.WireError``: that is a
+    bug to fix, not a reason to fall back.)"""
 
 
 class _Channel:
@@ -112,13 +113,12 @@ class _Reader:
             return
         *lines, self._buffer = (self._buffer + data).split(b"\n")
         for line in lines:
-            record = json.loads(line)
-            if record["channel"] == "done":
+            cell, channel, msg = wire.read_page_message(line)
+            if channel == "done":
                 self.finished = True
                 continue
-            msg = record["msg"]
-            msg["parent_header"]["msg_id"] = _request_id(record["cell"])
-            self.queues[record["channel"]].put_nowait(msg)
+            msg["parent_header"]["msg_id"] = _request_id(cell)
+            self.queues[channel].put_nowait(msg)
 
     def stop(self) -> None:
         """Stop reading (before the socket is closed)."""
@@ -127,7 +127,7 @@ class _Reader:
 
 
 def _request_id(cell: int) -> str:
-    return "kernel-info" if cell == KERNEL_INFO else f"cell-{cell}"
+    return "kernel-info" if cell == wire.KERNEL_INFO else f"cell-{cell}"
 
 
 class ForkedPageClient:
@@ -154,7 +154,7 @@ class ForkedPageClient:
         pass  # the child sends the kernel-info reply first; nothing to wait for
 
     def kernel_info(self) -> str:
-        return _request_id(KERNEL_INFO)
+        return _request_id(wire.KERNEL_INFO)
 
     def execute(
         self, code: str, store_history: bool = True, stop_on_error: bool = True, **_ignored
@@ -210,28 +210,24 @@ class ForkedPageManager:
         server.connect(self.socket_path)
         results, child_end = socket.socketpair()
         self._results = results
-        request = json.dumps(
-            {
-                "kind": "page",
-                "cwd": cwd or os.getcwd(),
-                "env": self.env,
-                "argv": [PAGE_RUNNER],
-                "cells": self.cells,
-            }
-        ).encode()
         devnull = os.open(os.devnull, os.O_RDONLY)
         try:
-            socket.send_fds(
-                server, [struct.pack("!I", len(request))], [devnull, 1, 2, child_end.fileno()]
+            wire.send_request(
+                server,
+                wire.PAGE,
+                [devnull, 1, 2, child_end.fileno()],
+                argv=[PAGE_RUNNER],
+                cwd=cwd or os.getcwd(),
+                env=self.env,
+                cells=self.cells,
             )
-            server.sendall(request)
         finally:
             os.close(devnull)
             child_end.close()
         first = server.makefile("rb").readline()
         if not first:
             raise OSError("the fork server closed the connection")
-        self.pid = json.loads(first)["pid"]
+        self.pid = wire.read_pid(first)
         self.reader = _Reader(results)
 
     def client(self) -> ForkedPageClient:
@@ -248,7 +244,7 @@ class ForkedPageManager:
             and select.select([self._server], [], [], 0)[0]
         ):
             line = self._server.recv(4096)
-            self.exit_status = json.loads(line)["status"] if line.strip() else -9
+            self.exit_status = wire.read_status(line) if line.strip() else -9
         return self.pid is not None and self.exit_status is None
 
     def interrupt_kernel(self) -> None:

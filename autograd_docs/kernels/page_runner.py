@@ -15,8 +15,7 @@ makes the list with nbclient's own rules). They run in order; every IOPub messag
 tagged with the cell whose request it answers (its parent header), and after
 each cell this waits for its "idle" status, then writes the reply. A cell that fails with
 ``stop_on_error`` ends the page, as it ends a kernel's queue. Each message is
-one JSON line on RESULTS_FD: ``{"cell": k, "channel": "iopub"|"shell", "msg": …}``
-(``cell`` is ``-1`` for the kernel-info reply), and last a ``done`` line. Then
+one line on RESULTS_FD (``wire.page_message``), and last a ``done`` line. Then
 the child waits for the build to hang up, so it is alive for as long as the
 build reads its messages.
 
@@ -24,16 +23,18 @@ Only the standard library, ipykernel and its dependencies are imported here:
 the fork server imports this module as a plain script.
 """
 
-import json
 import os
 import socket
 import sys
 import threading
 import types
 
+try:
+    from . import wire  # as autograd_docs.kernels.page_runner (tests)
+except ImportError:
+    import wire  # type: ignore[no-redef]  # as the fork server's neighbour, in a page's child
+
 IDLE_WAIT = 300  # seconds; an "idle" this late means the IOPub thread is stuck: say so
-KERNEL_INFO = -1
-DONE = -2  # the last line: every message was sent (a page that ends otherwise died)
 
 
 def _as_a_kernel_app_would() -> None:
@@ -82,12 +83,7 @@ class _Sender:
 
     def send(self, cell: int, channel: str, msg: dict) -> None:
         msg = {key: value for key, value in msg.items() if key != "buffers"}
-        line = (
-            json.dumps(
-                {"cell": cell, "channel": channel, "msg": msg}, default=self._default
-            ).encode()
-            + b"\n"
-        )
+        line = wire.page_message(cell, channel, msg, default=self._default)
         with self._lock:
             self._results.sendall(line)
 
@@ -106,7 +102,7 @@ class _Requests:
         self._changed = threading.Condition()
         self._cells: dict[str, int] = {}
         self._idle: set[str] = set()
-        self._running = KERNEL_INFO
+        self._running = wire.KERNEL_INFO
 
     def start(self, cell: int) -> None:
         with self._changed:
@@ -161,7 +157,7 @@ def run(results: socket.socket, cells: list[dict]) -> None:
     threading.Thread(
         target=_forward_iopub, args=(client, sender, requests), daemon=True, name="iopub-pump"
     ).start()
-    sender.send(KERNEL_INFO, "shell", request(KERNEL_INFO, client.kernel_info))
+    sender.send(wire.KERNEL_INFO, "shell", request(wire.KERNEL_INFO, client.kernel_info))
     for index, cell in enumerate(cells):
         reply = request(
             index, client.execute, cell["source"], store_history=True, allow_stdin=False
@@ -171,7 +167,7 @@ def run(results: socket.socket, cells: list[dict]) -> None:
             break
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
-    sender.send(DONE, "done", {})
+    sender.send(wire.DONE, "done", {})
 
 
 def main(results_fd: int, cells: list[dict]) -> None:

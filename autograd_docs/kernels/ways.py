@@ -1,0 +1,135 @@
+"""The ways a page can run, one class each, behind one small interface.
+
+``conf.py`` chooses one by name (``autograd_docs_page_execution``; see
+``autograd_docs.kernels``). A way is started before pages are read, runs each
+page through jupyter-cache's ``executenb`` (nbclient's ``execute``, passed in as
+``original``), names the command of the ``python3`` kernelspec that any kernel
+it starts runs, and is closed when the build ends. Every way runs each page in
+a fresh process of its own; they differ in how long that process takes to start.
+
+A fourth way is one more subclass of ``PageExecution`` and one entry in
+``WAYS``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from nbformat import NotebookNode
+from sphinx.util import logging
+
+from autograd_docs.kernels.fork_server import ForkServer
+from autograd_docs.kernels.page_client import ServerUnreachable, execute_forked
+
+logger = logging.getLogger(__name__)
+
+HERE = Path(__file__).parent
+
+
+def plain_kernel_argv() -> list[str]:
+    return [sys.executable, str(HERE / "page_kernel.py"), "-f", "{connection_file}"]
+
+
+def launcher_argv(socket_path: str) -> list[str]:
+    """The launcher's command for the server at ``socket_path``. -I -S: no
+    site-packages, no user paths: it needs only the standard library."""
+    return [
+        sys.executable,
+        "-I",
+        "-S",
+        str(HERE / "launcher.py"),
+        socket_path,
+        "-f",
+        "{connection_file}",
+    ]
+
+
+class PageExecution:
+    """Plain kernels: each page starts a Jupyter kernel of its own
+    (``page_kernel.py``), which imports torch itself. The slowest way, and the
+    one that works everywhere; the base of the others."""
+
+    name = "plain-kernels"
+
+    def __init__(self, environment: dict[str, str], reason: str | None = None) -> None:
+        self.environment = environment  # what every page's process starts with
+        self.reason = reason  # why the build runs this way and not the configured one
+        self.owner = os.getpid()  # the build; parallel readers are forked from it
+
+    def start(self) -> None:
+        """Start what pages need; called again is a no-op. The build calls it
+        early, while Sphinx still loads, when pages are likely to be read."""
+
+    def kernel_argv(self) -> list[str]:
+        """The command of the ``python3`` kernelspec."""
+        return plain_kernel_argv()
+
+    def execute(
+        self, original: Callable, notebook: NotebookNode, cwd: str | None, **kwargs
+    ) -> NotebookNode:
+        """Run one page, as ``original`` (nbclient's ``execute``) would."""
+        return original(notebook, cwd=cwd, **kwargs)
+
+    def close(self) -> None:
+        """Stop what ``start`` started (called by the build, never by a reader)."""
+
+
+class ForkedKernels(PageExecution):
+    """Each page's Jupyter kernel is forked from a warm server (``server.py``)
+    that imported torch once; nbclient drives it over the kernel protocol, as
+    any kernel. The kernelspec's command is ``launcher.py``, which asks the
+    server for the kernel and stands in for it."""
+
+    name = "forked-kernels"
+
+    def __init__(self, environment: dict[str, str], reason: str | None = None) -> None:
+        super().__init__(environment, reason)
+        self.server: ForkServer | None = None
+
+    def start(self) -> None:
+        if self.server is None:
+            self.server = ForkServer(self.environment)
+
+    @property
+    def socket_path(self) -> str:
+        assert self.server is not None, "start() the way before pages run"
+        return self.server.socket_path
+
+    def kernel_argv(self) -> list[str]:
+        return launcher_argv(self.socket_path)
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+
+class ForkedPages(ForkedKernels):
+    """The default: each page runs in a child forked from the warm server, which
+    runs the cells itself with ipykernel's shell (``page_runner.py``) and streams
+    the messages back; nbclient turns them into the notebook through
+    ``page_client.py``'s stand-in kernel manager, with no kernel protocol in
+    between. If the server cannot be reached, the page runs in a forked kernel."""
+
+    name = "forked-pages"
+
+    def execute(
+        self, original: Callable, notebook: NotebookNode, cwd: str | None, **kwargs
+    ) -> NotebookNode:
+        try:
+            environment = {**os.environ, **self.environment}  # as a kernel's would be
+            return execute_forked(
+                original, notebook, self.socket_path, environment, cwd=cwd, **kwargs
+            )
+        except ServerUnreachable as error:
+            # As the launcher does: the page still runs, and says why it is slow.
+            logger.info(f"fork server unreachable ({error}): this page runs in a kernel of its own")
+        return original(notebook, cwd=cwd, **kwargs)
+
+
+WAYS: dict[str, type[PageExecution]] = {
+    way.name: way for way in (ForkedPages, ForkedKernels, PageExecution)
+}

@@ -1,0 +1,215 @@
+"""How the build, the launcher, the fork server and its children talk: the one
+definition, used by all four sides.
+
+Standard library only: ``launcher.py`` imports it under ``python -I -S``, and
+the server and its children import it as a plain script's neighbour (``wire``),
+the build as ``autograd_docs.kernels.wire``.
+
+The build starts the server with ``server_argv`` and reads its progress, one
+word per line, on a pipe (``IMPORTING``, then ``READY``).
+
+A client (the launcher, for a Jupyter kernel; ``page_client``, for a page)
+connects to the server's unix socket and sends one request (``send_request``):
+in one message, the request's length and the descriptors the child takes
+(stdin, stdout, stderr, and for a page the socket its messages go to), then the
+request itself as JSON. The server answers with JSON lines on the same socket:
+first the child's pid, or a refusal; last the child's exit status (its code, or
+minus the signal that killed it).
+
+A page's child sends its messages to the build as JSON lines too
+(``page_message``): each tagged with the cell whose request it answers, and a
+last ``done`` line.
+
+Both ends carry ``VERSION``: a request the server cannot read, or of another
+version, is refused with a reason, and the client raises ``WireError`` with it
+instead of falling back to a slower way, so a disagreement fails the build
+where it happens.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+
+VERSION = 1  # bump on any change to what is below
+
+# The server's progress, on its status pipe.
+IMPORTING, READY = "importing", "ready"
+
+# What a child becomes.
+KERNEL = "kernel"  # a Jupyter kernel (page_kernel.py), for the launcher
+PAGE = "page"  # a page runner (page_runner.py), for page_client
+DESCRIPTORS = {KERNEL: 3, PAGE: 4}  # stdin, stdout, stderr (+ the page's results socket)
+MAX_DESCRIPTORS = max(DESCRIPTORS.values())
+
+# A page's messages: the cell of the kernel-info reply, and the last line's.
+KERNEL_INFO = -1
+DONE = -2
+CHANNELS = ("shell", "iopub", "done")
+
+_LENGTH = struct.Struct("!I")
+
+
+class WireError(Exception):
+    """The two sides disagree about the protocol, or one broke it."""
+
+
+def server_argv(
+    python: str, script: str, socket_path: str, listener: int, parent: int, status: int, lock: int
+) -> list[str]:
+    """The server's command line: its socket, the descriptors it inherits (the
+    bound listener, the status pipe's write end, the build's lock) and the
+    build's pid, which it watches."""
+    return [python, script, socket_path, str(listener), str(parent), str(status), str(lock)]
+
+
+def read_server_argv(argv: list[str]) -> tuple[str, int, int, int, int]:
+    """``(socket_path, listener, parent, status, lock)`` from ``server_argv``'s
+    arguments (``sys.argv[1:]``)."""
+    if len(argv) != 5:
+        raise WireError(f"the server takes 5 arguments (server_argv), not {len(argv)}: {argv}")
+    listener, parent, status, lock = map(int, argv[1:])
+    return argv[0], listener, parent, status, lock
+
+
+def send_request(
+    server: socket.socket,
+    kind: str,
+    fds: list[int],
+    *,
+    argv: list[str],
+    cwd: str,
+    env: dict[str, str],
+    cells: list[dict] | None = None,
+) -> None:
+    """Ask the server for a child of ``kind`` that takes ``fds`` and runs with
+    ``argv``, ``cwd`` and ``env`` (and, for a page, runs ``cells``)."""
+    if len(fds) != DESCRIPTORS[kind]:
+        raise WireError(f"a {kind} request passes {DESCRIPTORS[kind]} descriptors, not {len(fds)}")
+    request: dict = {"version": VERSION, "kind": kind, "argv": argv, "cwd": cwd, "env": env}
+    if kind == PAGE:
+        request["cells"] = cells
+    body = json.dumps(request).encode()
+    socket.send_fds(server, [_LENGTH.pack(len(body))], fds)
+    server.sendall(body)
+
+
+def receive_request(conn: socket.socket) -> tuple[dict, list[int]]:
+    """The server's side of ``send_request``: the request and the descriptors.
+
+    Raises ``WireError`` (having closed the descriptors) for a request of another
+    version or shape, ``ConnectionError`` if the client hung up mid-request."""
+    header, fds, _, _ = socket.recv_fds(conn, _LENGTH.size, MAX_DESCRIPTORS)
+    try:
+        header += _recv_exactly(conn, _LENGTH.size - len(header))
+        body = _recv_exactly(conn, _LENGTH.unpack(header)[0])
+        try:
+            request = json.loads(body)
+        except ValueError as error:
+            raise WireError(f"a request that is not JSON ({error}): {body[:200]!r}") from None
+        _check_request(request, fds)
+    except BaseException:
+        _close(fds)
+        raise
+    return request, fds
+
+
+def _check_request(request, fds: list[int]) -> None:
+    if not isinstance(request, dict) or request.get("version") != VERSION:
+        version = request.get("version") if isinstance(request, dict) else None
+        raise WireError(f"request of wire version {version!r}; this server speaks {VERSION}")
+    kind = request.get("kind")
+    if kind not in DESCRIPTORS:
+        raise WireError(f"unknown request kind {kind!r} (known: {', '.join(DESCRIPTORS)})")
+    if len(fds) != DESCRIPTORS[kind]:
+        raise WireError(f"a {kind} request passes {DESCRIPTORS[kind]} descriptors, got {len(fds)}")
+    missing = {"argv", "cwd", "env", *(["cells"] if kind == PAGE else [])} - request.keys()
+    if missing:
+        raise WireError(f"a {kind} request without {', '.join(sorted(missing))}")
+
+
+def _recv_exactly(conn: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = conn.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("the client hung up mid-request")
+        data += chunk
+    return data
+
+
+def _close(fds: list[int]) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+# -- the server's replies ---------------------------------------------------------
+
+
+def pid_line(pid: int) -> bytes:
+    return _line({"pid": pid})
+
+
+def refusal_line(reason: str) -> bytes:
+    return _line({"refused": reason, "version": VERSION})
+
+
+def status_line(status: int) -> bytes:
+    return _line({"status": status})
+
+
+def read_pid(line: bytes) -> int:
+    """The child's pid from the server's first reply; ``WireError`` with the
+    server's reason if it refused the request."""
+    reply = _parse(line, "first reply")
+    if "refused" in reply:
+        raise WireError(f"the fork server refused the request: {reply['refused']}")
+    if not isinstance(reply.get("pid"), int):
+        raise WireError(f"the fork server's first reply has no pid: {reply}")
+    return reply["pid"]
+
+
+def read_status(line: bytes) -> int:
+    """The child's exit status from the server's last reply."""
+    reply = _parse(line, "last reply")
+    if not isinstance(reply.get("status"), int):
+        raise WireError(f"the fork server's last reply has no status: {reply}")
+    return reply["status"]
+
+
+# -- a page's messages ------------------------------------------------------------
+
+
+def page_message(cell: int, channel: str, msg: dict, default=None) -> bytes:
+    """One message of a page's child, tagged with its cell (``default``
+    serialises what JSON cannot: jupyter_client's dates)."""
+    return (
+        json.dumps({"cell": cell, "channel": channel, "msg": msg}, default=default).encode() + b"\n"
+    )
+
+
+def read_page_message(line: bytes) -> tuple[int, str, dict]:
+    """``(cell, channel, msg)`` from one of ``page_message``'s lines."""
+    record = _parse(line, "page message")
+    if record.get("channel") not in CHANNELS or not isinstance(record.get("cell"), int):
+        raise WireError(f"a page's child sent a message of no known shape: {line[:200]!r}")
+    return record["cell"], record["channel"], record["msg"]
+
+
+def _line(obj: dict) -> bytes:
+    return json.dumps(obj).encode() + b"\n"
+
+
+def _parse(line: bytes, what: str) -> dict:
+    try:
+        parsed = json.loads(line)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        raise WireError(f"the fork server's {what} is not a JSON object: {line[:200]!r}")
+    return parsed

@@ -1,0 +1,135 @@
+"""The fork server's wire (autograd_docs/kernels/wire.py): what each side sends
+is what the other reads, and a disagreement fails loudly, never by quietly
+running the page a slower way."""
+
+import os
+import socket
+import subprocess
+import threading
+from pathlib import Path
+
+import nbclient
+import nbformat
+import pytest
+
+from autograd_docs.kernels import fork_server, page_client, wire
+from autograd_docs.kernels.environment import kernel_environment
+from autograd_docs.kernels.ways import launcher_argv
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def sent(kind: str, fds: list[int], **fields) -> tuple[dict, list[int]]:
+    """What the server reads of a request sent with ``wire.send_request``."""
+    client, server = socket.socketpair()
+    with client, server:
+        wire.send_request(client, kind, fds, **fields)
+        request, received = wire.receive_request(server)
+    for fd in received:
+        os.close(fd)
+    return request, received
+
+
+def raw(body: bytes, fds: list[int]) -> socket.socket:
+    """A socket the server end of which holds a hand-made request."""
+    client, server = socket.socketpair()
+    socket.send_fds(client, [len(body).to_bytes(4, "big")], fds)
+    client.sendall(body)
+    client.close()
+    return server
+
+
+FIELDS = {"argv": ["page_kernel.py"], "cwd": "/", "env": {"A": "1"}}
+
+
+def test_a_request_arrives_as_it_was_sent():
+    request, fds = sent(wire.KERNEL, [0, 1, 2], **FIELDS)
+    assert request == {"version": wire.VERSION, "kind": wire.KERNEL, **FIELDS}
+    assert len(fds) == 3
+    request, fds = sent(wire.PAGE, [0, 1, 2, 2], cells=[{"source": "1"}], **FIELDS)
+    assert request["cells"] == [{"source": "1"}] and len(fds) == 4
+
+
+@pytest.mark.parametrize("body, fds, says", [
+    (b'{"version": 0, "kind": "kernel", "argv": [], "cwd": "/", "env": {}}', 3,
+     "wire version 0"),
+    (b'{"version": 1, "kind": "notebook", "argv": [], "cwd": "/", "env": {}}', 3,
+     "unknown request kind 'notebook'"),
+    (b'{"version": 1, "kind": "page", "argv": [], "cwd": "/", "env": {}, "cells": []}', 3,
+     "passes 4 descriptors, got 3"),
+    (b'{"version": 1, "kind": "page", "argv": [], "cwd": "/", "env": {}}', 4,
+     "without cells"),
+    (b"not json", 3, "not JSON"),
+])
+def test_a_request_the_server_cannot_read_is_refused_with_the_reason(body, fds, says):
+    with raw(body, [0, 1, 2, 2][:fds]) as server, pytest.raises(wire.WireError, match=says):
+        wire.receive_request(server)
+
+
+def test_the_replies_read_back_and_a_refusal_raises():
+    assert wire.read_pid(wire.pid_line(42)) == 42
+    assert wire.read_status(wire.status_line(-9)) == -9
+    with pytest.raises(wire.WireError, match="refused the request: too old"):
+        wire.read_pid(wire.refusal_line("too old"))
+    with pytest.raises(wire.WireError, match="not a JSON object"):
+        wire.read_pid(b"[1]\n")
+    line = wire.page_message(3, "iopub", {"content": {}})
+    assert wire.read_page_message(line) == (3, "iopub", {"content": {}})
+    with pytest.raises(wire.WireError, match="no known shape"):
+        wire.read_page_message(b'{"cell": 0, "channel": "control", "msg": {}}')
+
+
+def test_the_server_reads_its_command_line_as_the_build_writes_it():
+    argv = wire.server_argv("python", "server.py", "/s", listener=3, parent=7, status=4, lock=5)
+    assert wire.read_server_argv(argv[2:]) == ("/s", 3, 7, 4, 5)
+    with pytest.raises(wire.WireError, match="5 arguments"):
+        wire.read_server_argv(argv[2:-1])
+
+
+@pytest.fixture(scope="module")
+def server():
+    if fork_server.unavailable_reason():
+        pytest.skip(fork_server.unavailable_reason())
+    server = fork_server.ForkServer(kernel_environment(ROOT))
+    server.wait_until(wire.READY)
+    yield server
+    server.stop()
+
+
+def test_a_page_the_server_refuses_fails_the_page_instead_of_running_it_slowly(
+        server, tmp_path, monkeypatch):
+    page = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)")])
+    env = {**os.environ, **kernel_environment(ROOT)}
+    monkeypatch.setattr(wire, "VERSION", wire.VERSION + 1)  # this build speaks another
+    with pytest.raises(wire.WireError, match=f"wire version {wire.VERSION}"):
+        page_client.execute_forked(nbclient.execute, page, server.socket_path, env,
+                                   cwd=str(tmp_path), timeout=60)
+    monkeypatch.undo()
+    ran = page_client.execute_forked(nbclient.execute, page, server.socket_path, env,
+                                     cwd=str(tmp_path), timeout=60)
+    assert ran.cells[0].outputs[0].text == "1\n", "the server serves on after a refusal"
+
+
+def test_a_launcher_the_server_refuses_exits_with_the_reason(tmp_path):
+    path = str(tmp_path / "refusing.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+
+    def refuse():
+        conn, _ = listener.accept()
+        with conn:
+            request, fds = wire.receive_request(conn)
+            for fd in fds:
+                os.close(fd)
+            conn.sendall(wire.refusal_line("speaks another version"))
+
+    threading.Thread(target=refuse, daemon=True).start()
+    argv = [part.replace("{connection_file}", str(tmp_path / "kernel.json"))
+            for part in launcher_argv(path)]
+    launched = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)
+    listener.close()
+    assert launched.returncode == 1, launched.stderr
+    assert "refused the request: speaks another version" in launched.stderr
+    assert "starting a plain kernel" not in launched.stderr, "no quiet fallback"
