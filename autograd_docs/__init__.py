@@ -3,7 +3,7 @@
 conf.py lists it once, as ``"autograd_docs"``; ``setup`` below loads the parts
 in order. Each part is a Sphinx extension of its own and can be read alone. The
 private hooks of Sphinx, myst-nb and jupyter-cache they use are all in
-``_compat.py``; every mistake the build reports is a member of
+``_compat/``; every mistake the build reports is a member of
 ``diagnostics.AuthorError``.
 """
 

@@ -26,6 +26,8 @@ class BuildState:
     repository: Repository | None = None
     # html/page_origin.py: docname -> the date (YYYY-MM-DD) its source last changed.
     dates: dict[str, str] = field(default_factory=dict)
+    # _compat.executes_page: (path, its mtime) -> whether myst-nb executes the page.
+    executes: dict[tuple[str, int], bool] = field(default_factory=dict)
 
 
 def of(app: Sphinx) -> BuildState:

@@ -15,7 +15,7 @@ EMITTERS = [*(ROOT / "autograd_docs").rglob("*.py"), ROOT / "tests" / "site_copy
 
 @pytest.mark.parametrize("distribution", sorted(_compat.WRITTEN_AGAINST))
 def test_the_private_hooks_were_written_against_the_installed_version(distribution):
-    """After a pin bump, read _compat.py's hooks again, then update WRITTEN_AGAINST."""
+    """After a pin bump, read the hooks in autograd_docs/_compat/ again, then update WRITTEN_AGAINST."""
     assert importlib.metadata.version(distribution) == _compat.WRITTEN_AGAINST[distribution]
 
 

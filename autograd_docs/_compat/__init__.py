@@ -1,0 +1,80 @@
+"""Every private hook of Sphinx, myst-nb, jupyter-cache and nbclient, in one place:
+this package, one module per upstream (``myst.py``, ``jupyter.py``, ``sphinx.py``),
+each hook imported here, where the engine finds it as ``_compat.<hook>``.
+
+Each hook names the version it was written against (the pins in requirements.txt)
+and what upstream would retire it. After bumping one of those pins, read its module
+first: ``tests/test_engine.py`` fails until ``WRITTEN_AGAINST`` says the new
+version, so the bump cannot land without someone re-checking these hooks.
+
+One private hook lives elsewhere: ``kernels/child.py`` calls
+``atexit._run_exitfuncs`` (CPython) in a forked kernel before ``os._exit``; the
+server runs as a plain script and imports nothing from this package.
+"""
+
+from autograd_docs._compat.jupyter import (
+    create_cache_database,
+    quiet_nbclient_timeout_line,
+    serialize_cache_access,
+    wrap_executenb,
+)
+from autograd_docs._compat.myst import (
+    HIDDEN_CELL_NODE,
+    OUTPUT_FOLDER,
+    add_mystnb_stylesheet,
+    depart_hidden_cell,
+    executes_page,
+    execution_seconds,
+    is_myst_config_dump,
+    is_mystnb_noise,
+    myst_config,
+    word_exec_table_status,
+    wrap_create_client,
+)
+from autograd_docs._compat.sphinx import (
+    build_failed_on_warnings,
+    complete_incremental_search_index,
+    config_value_at_setup,
+    intersphinx_urls,
+    is_sphinx_noise,
+    log_handlers,
+    replace_std_missing_reference_handler,
+    save_environment_with_config,
+    status_line_is_rewritten,
+)
+
+WRITTEN_AGAINST = {
+    "sphinx": "9.0.4",
+    "myst-parser": "5.2.0",
+    "myst-nb": "1.4.0",
+    "jupyter-cache": "1.0.1",
+    "nbclient": "0.11.0",
+}
+
+__all__ = [
+    "HIDDEN_CELL_NODE",
+    "OUTPUT_FOLDER",
+    "WRITTEN_AGAINST",
+    "add_mystnb_stylesheet",
+    "build_failed_on_warnings",
+    "complete_incremental_search_index",
+    "config_value_at_setup",
+    "create_cache_database",
+    "depart_hidden_cell",
+    "executes_page",
+    "execution_seconds",
+    "intersphinx_urls",
+    "is_myst_config_dump",
+    "is_mystnb_noise",
+    "is_sphinx_noise",
+    "log_handlers",
+    "myst_config",
+    "quiet_nbclient_timeout_line",
+    "replace_std_missing_reference_handler",
+    "save_environment_with_config",
+    "serialize_cache_access",
+    "status_line_is_rewritten",
+    "word_exec_table_status",
+    "wrap_create_client",
+    "wrap_executenb",
+]

@@ -1,0 +1,71 @@
+"""jupyter-cache 1.0.1's and nbclient 0.11.0's private API, as the engine uses
+it (see ``autograd_docs._compat``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+
+def wrap_executenb(wrapper: Callable) -> None:
+    """Replace the ``executenb`` (nbclient's ``execute``) that jupyter-cache's
+    ``single_nb_execution`` calls by ``wrapper(original)``.
+
+    The one call through which myst-nb executes a page, in both its cache and
+    its direct mode; myst-nb 1.4 passes it no kernel manager and no shutdown
+    mode. Retired by myst-nb's ``kernel_manager_class`` (executablebooks/MyST-NB#721).
+    """
+    import jupyter_cache.executors.utils
+
+    # Each build's setup wraps it: wrap the original, never an earlier wrapper.
+    original = jupyter_cache.executors.utils.executenb
+    original = getattr(original, "__wrapped__", original)
+    wrapped = wrapper(original)
+    wrapped.__wrapped__ = original
+    jupyter_cache.executors.utils.executenb = wrapped
+
+
+def serialize_cache_access() -> None:
+    """Let one process at a time into jupyter-cache's ``cache_notebook_bundle``
+    and ``merge_match_into_notebook``, under a lock file in the cache's folder.
+
+    Parallel readers share the cache, and caching with ``overwrite=True`` (as
+    myst-nb does) is five separate steps: remove the notebook's folder, remove
+    its record, add a record, make the folder, write the file. Two readers that
+    executed identical pages interleaved them and failed in one of four places
+    (a duplicate hashkey, the folder or the file already there, and a lookup
+    touching a record the other had just removed: StaleDataError). Under the
+    lock the second simply replaces the first's identical record. Reads the
+    private ``_path``; retired by a process-safe jupyter-cache.
+    """
+    from filelock import FileLock
+    from jupyter_cache.cache.main import JupyterCacheBase
+
+    for name in ("cache_notebook_bundle", "merge_match_into_notebook"):
+        original = getattr(JupyterCacheBase, name)
+        if getattr(original, "serialized", False):
+            continue
+
+        def serialized(self, *args, _original=original, **kwargs):
+            with FileLock(Path(self._path) / "autograd-docs.lock"):
+                return _original(self, *args, **kwargs)
+
+        serialized.serialized = True  # type: ignore[attr-defined]  # marked: never wrapped twice
+        setattr(JupyterCacheBase, name, serialized)
+
+
+def create_cache_database(path: str) -> None:
+    """Create the cache's database now; two parallel readers creating it at once
+    can race. ``.db`` creates it as a side effect of first use."""
+    from jupyter_cache import get_cache
+
+    get_cache(path).db  # noqa: B018 -- the property creates the database
+
+
+def quiet_nbclient_timeout_line() -> None:
+    """nbclient 0.11 logs "Timeout waiting for execute reply" itself; our report
+    says it better. Matched on the message, which nbclient may reword."""
+    logging.getLogger("traitlets").addFilter(
+        lambda record: not record.getMessage().startswith("Timeout waiting for execute")
+    )
