@@ -197,12 +197,15 @@ class ForkedPageManager:
 
     def start_kernel(self, cwd: str | None = None, **_ignored) -> None:
         """Connect to the server and have it fork the page's child; raises
-        ServerUnreachable if it cannot."""
+        ServerUnreachable if it cannot, ``wire.WireError`` if it refuses."""
         try:
             self._fork_child(cwd)
         except OSError as error:
             self.cleanup_resources()
             raise ServerUnreachable(str(error)) from error
+        except wire.WireError:
+            self.cleanup_resources()
+            raise
 
     def _fork_child(self, cwd: str | None) -> None:
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
