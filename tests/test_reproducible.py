@@ -14,7 +14,7 @@ On the real site: ``make html`` (which ``make test`` runs first) is compared wit
 a second clean build of the same sources into a scratch folder, executing every
 page again through the build's own machinery (strict flags, fork server,
 kernelspec, the execution cache, empty), but the other way: in Jupyter kernels
-over the kernel protocol (AUTOGRAD_DOCS_KERNEL_PROTOCOL=1), the oracle of the
+over the kernel protocol (autograd_docs_page_execution = "forked-kernels"), the oracle of the
 default page runner. Each cell must print the same, and every file of the site
 must be the same bytes (figures too), except what is tagged ``measured``: the
 build machine's timings, which differ from run to run on purpose (the
@@ -168,8 +168,8 @@ def built_again(workspace) -> Path:
 def built_once_more(again: Path) -> str:
     """Build the real site into ``again``; the build's log."""
     result = build(ROOT, "html", "-D", f"nb_execution_cache_path={again / '.jupyter_cache'}",
-                   jobs="auto", builddir=again, timeout=900,
-                   env={fork_kernels.PROTOCOL_SWITCH: "1"})
+                   "-D", f"{fork_kernels.CONFIG}=forked-kernels",
+                   jobs="auto", builddir=again, timeout=900)
     log = result.log
     assert result.returncode == 0, log
     assert "fork server off" not in log, "the second build ran without the fork server"
@@ -194,7 +194,7 @@ def test_every_page_prints_the_same_when_executed_again(built_again):
     differences = [f"{page}:{line}: this cell printed something different when executed "
                    "again, in a kernel: seed the randomness it uses (torch.manual_seed(0) "
                    "in the page's first cell) or print something that does not vary; if "
-                   "two builds with AUTOGRAD_DOCS_KERNEL_PROTOCOL=1 agree, the page runner "
+                   "two builds with autograd_docs_page_execution=forked-kernels agree, the page runner "
                    "(autograd_docs/kernels/page_runner.py) is at fault"
                    for page, line in sorted(set(before) | set(after))
                    if before.get((page, line)) != after.get((page, line))]
