@@ -30,6 +30,8 @@ html: $(INSTALLED) $(NODE_MODULES) ## Build the site into _build/html, executing
 	@echo "Open $(BUILDDIR)/html/index.html"
 
 test: lint html doctest pytest ## Everything CI checks: lint, strict build, doctests, pytest (browser too)
+# A one-off run leaves no warm fork server behind (autograd_docs/kernels/warm_server.py).
+test: export AUTOGRAD_DOCS_SERVER_IDLE = 0
 
 lint: $(INSTALLED) ## Check the Python with ruff, the engine with ruff format and mypy, the workflows with zizmor (offline)
 	$(PYTHON) -m ruff check .
@@ -75,7 +77,8 @@ upgrade-check: $(INSTALLED) $(NODE_MODULES) ## Build a scratch copy against TORC
 api-inventory: $(INSTALLED) ## Rewrite inventories/torch.inv: where the API names the pages use live in PyTorch's reference
 	$(PYTHON) -m autograd_docs.api_inventory
 
-clean: ## Remove the built site and the execution cache (keeps .venv, node_modules)
+clean: ## Remove the built site and the execution cache, stop the warm fork server (keeps .venv, node_modules)
+	-@test ! -x $(PYTHON) || $(PYTHON) -m autograd_docs.kernels.warm_server stop .
 	rm -rf $(BUILDDIR)
 
 # The venv is (re)made whenever requirements.txt changes.

@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -29,7 +30,7 @@ from jupyter_client.manager import KernelManager
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
 from autograd_docs import kernels as fork_kernels
-from autograd_docs.kernels import fork_server, page_client, page_runner
+from autograd_docs.kernels import fork_server, page_client, page_runner, warm_server, wire
 from autograd_docs.kernels.environment import kernel_environment
 from autograd_docs.kernels.ways import launcher_argv
 
@@ -524,13 +525,13 @@ def test_the_next_build_removes_only_folders_nothing_holds(temp):
     assert not live_folder.exists()
 
 
-SITE_CONF = f"""
+SITE_CONF = """
 extensions = ["myst_nb", "autograd_docs.execution", "autograd_docs.kernels"]
-autograd_docs_snippets_dir = {str(ROOT / "snippets")!r}
+autograd_docs_snippets_dir = {snippets!r}
 nb_execution_mode = "cache"
-# inside the test's folder: a relative path would land in the caller's folder
+# in the test's folder, beside the sources (whose notebooks a rebuild would read)
 nb_execution_cache_path = __import__("os").path.join(
-    __import__("os").path.dirname(__file__), "_cache")
+    __import__("os").path.dirname(__import__("os").path.dirname(__file__)), "_cache")
 nb_execution_raise_on_error = True
 """
 
@@ -549,17 +550,21 @@ import os, sys, torch
 torch.manual_seed(0)
 print("pid", os.getpid(), "ppid", os.getppid(), "draw", torch.rand(2).tolist())
 print("argv", sys.argv[0])
+{edit}
 ```
 """
 
 
-def build_site(tmp_path: Path, *options: str, **env) -> tuple[str, list[str]]:
+def build_site(tmp_path: Path, *options: str, snippets: Path = ROOT / "snippets", edit: str = "",
+               **env) -> tuple[str, list[str]]:
+    """Build (again) a two-page site in ``tmp_path/src``; ``edit`` is a line added
+    to both pages' code, so that a build after the first executes them again."""
     src = tmp_path / "src"
-    src.mkdir()
-    (src / "conf.py").write_text(SITE_CONF)
+    src.mkdir(exist_ok=True)
+    (src / "conf.py").write_text(SITE_CONF.format(snippets=str(snippets)))
     (src / "index.md").write_text("# Site\n\n```{toctree}\na\nb\n```\n")
     for n in "ab":
-        (src / f"{n}.md").write_text(SITE_PAGE.format(n=n))
+        (src / f"{n}.md").write_text(SITE_PAGE.format(n=n, edit=edit))
     result = subprocess.run(
         [sys.executable, "-m", "sphinx", "-j", "2", "-W", "-b", "html", *options,
          "-d", str(tmp_path / "doctrees"), str(src), str(tmp_path / "html")],
@@ -632,6 +637,72 @@ def test_the_environment_overrides_conf_py_for_one_build(monkeypatch):
     monkeypatch.setenv(fork_kernels.ENV_SWITCH, "0")
     assert fork_kernels.chosen("forked-pages") == ("plain-kernels",
                                                    f"{fork_kernels.ENV_SWITCH}=0")
+
+
+WARM = {fork_kernels.IDLE_SWITCH: "120"}
+
+
+def forked_by(pages: list[str]) -> int:
+    """The one process every page was forked from."""
+    parents = {page.split("ppid ")[1].split()[0] for page in pages}
+    assert len(parents) == 1, parents
+    return int(parents.pop())
+
+
+@pytest.mark.build
+def test_the_next_build_forks_its_pages_from_the_warm_server(tmp_path):
+    _, first = build_site(tmp_path, **WARM)
+    server, folder = forked_by(first), warm_server.folder_of(tmp_path / "src")
+    try:
+        assert alive(server) and (folder / "server.sock").exists(), "it outlives the build"
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, "nobody else can reach it"
+        _, second = build_site(tmp_path, edit="# edited", **WARM)
+        assert forked_by(second) == server, "the next build forked its pages from it"
+        before, after = ({int(page.split("pid ")[1].split()[0]) for page in pages}
+                         for pages in (first, second))
+        assert not before & after and server not in after, "each page a process of its own"
+    finally:
+        warm_server.stop(tmp_path / "src")  # what make clean does
+    assert wait_until_dead(server) and not folder.exists(), "stopped, it leaves nothing"
+    assert not Path(wire.start_lock(str(folder))).exists()
+
+
+@pytest.mark.build
+def test_a_warm_server_exits_once_idle_for_its_idle_time(tmp_path):
+    _, pages = build_site(tmp_path, **{fork_kernels.IDLE_SWITCH: "2"})
+    assert wait_until_dead(forked_by(pages), timeout=60)
+    folder = warm_server.folder_of(tmp_path / "src")
+    assert not folder.exists() and not Path(wire.start_lock(str(folder))).exists()
+
+
+@pytest.mark.build
+def test_a_changed_environment_stops_the_warm_server_and_starts_another(tmp_path):
+    snippets = tmp_path / "snippets"
+    snippets.mkdir()
+    (snippets / "helper.py").write_text("X = 1\n")
+    _, first = build_site(tmp_path, snippets=snippets, **WARM)
+    (snippets / "helper.py").write_text("X = 2\n")
+    try:
+        _, second = build_site(tmp_path, snippets=snippets, edit="# edited", **WARM)
+        assert forked_by(second) != forked_by(first)
+        assert not alive(forked_by(first)), "the old server was stopped first"
+    finally:
+        warm_server.stop(tmp_path / "src")
+
+
+@pytest.mark.build
+def test_a_warm_folder_open_to_others_is_never_used(tmp_path):
+    folder = warm_server.folder_of(tmp_path / "src")
+    folder.mkdir()
+    folder.chmod(0o755)
+    try:
+        log, pages = build_site(tmp_path, **WARM)
+        assert "warm fork server not used" in log and "open to others" in log, log
+        assert list(folder.iterdir()) == [], "nothing was put in it"
+        assert wait_until_dead(forked_by(pages)), "the build's own server ended with it"
+    finally:
+        folder.rmdir()
+        Path(wire.start_lock(str(folder))).unlink()
 
 
 def test_a_message_read_late_is_filed_under_the_cell_whose_request_it_answers():

@@ -80,9 +80,10 @@ def test_the_replies_read_back_and_a_refusal_raises():
 
 
 def test_the_server_reads_its_command_line_as_the_build_writes_it():
-    argv = wire.server_argv("python", "server.py", "/s", listener=3, parent=7, status=4, lock=5)
-    assert wire.read_server_argv(argv[2:]) == ("/s", 3, 7, 4, 5)
-    with pytest.raises(wire.WireError, match="5 arguments"):
+    argv = wire.server_argv("python", "server.py", "/s", listener=3, parent=7, status=4, lock=5,
+                            idle=2.5, fingerprint="f")
+    assert wire.read_server_argv(argv[2:]) == ("/s", 3, 7, 4, 5, 2.5, "f")
+    with pytest.raises(wire.WireError, match="7 arguments"):
         wire.read_server_argv(argv[2:-1])
 
 

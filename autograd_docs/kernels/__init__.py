@@ -17,6 +17,13 @@ Two environment variables override it, for one build:
 ``AUTOGRAD_DOCS_KERNEL_PROTOCOL=1`` forked kernels. Where fork is not available
 (not Linux), a forked way says so once and runs plain kernels.
 
+A forked way's server outlives the build (``warm_server.py``): the next build
+of the same site, with the same interpreter, packages, engine and snippets,
+forks its pages from it instead of waiting seconds for a new one to import
+torch. It exits after ``autograd_docs_server_idle`` seconds without a page (600
+by default; ``AUTOGRAD_DOCS_SERVER_IDLE`` overrides it, and 0 makes the server
+end with the build, as ``make test`` does), or at ``make clean``.
+
 jupyter-cache's ``executenb``, the one call through which myst-nb executes a
 page, is wrapped here to call the chosen way's ``execute``. The way is started
 while Sphinx is still loading when pages are likely to be read (so the server's
@@ -42,7 +49,7 @@ from autograd_docs import _compat
 from autograd_docs._compat import config_value_at_setup
 from autograd_docs.kernels import fork_server
 from autograd_docs.kernels.environment import kernel_environment
-from autograd_docs.kernels.ways import WAYS, PageExecution
+from autograd_docs.kernels.ways import WAYS, Keep, PageExecution
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +57,10 @@ CONFIG = "autograd_docs_page_execution"
 DEFAULT = "forked-pages"
 ENV_SWITCH = "AUTOGRAD_DOCS_FORK_SERVER"  # =0: plain kernels
 PROTOCOL_SWITCH = "AUTOGRAD_DOCS_KERNEL_PROTOCOL"  # =1: forked kernels
+# How long the fork server waits for the next build (warm_server.py), in seconds.
+IDLE = "autograd_docs_server_idle"
+IDLE_DEFAULT = 600.0
+IDLE_SWITCH = "AUTOGRAD_DOCS_SERVER_IDLE"  # overrides it for one build; 0: no warm server
 
 # The one piece of module state: the way pages run in this process. It is here,
 # not on the application, because jupyter-cache calls ``executenb`` with no
@@ -83,7 +94,10 @@ def _activate(app: Sphinx, configured: str) -> PageExecution:
     global _active
     if _active is None:
         name, reason = chosen(configured)
-        _active = WAYS[name](kernel_environment(Path(app.confdir)), reason)
+        idle = os.environ.get(IDLE_SWITCH) or config_value_at_setup(app.config, IDLE, IDLE_DEFAULT)
+        snippets = config_value_at_setup(app.config, "autograd_docs_snippets_dir")
+        keep = Keep(Path(app.confdir), float(idle), Path(snippets) if snippets else None)
+        _active = WAYS[name](kernel_environment(Path(app.confdir)), reason, keep)
         atexit.register(_close)
     return _active
 
@@ -175,6 +189,7 @@ def _close(*_args) -> None:
 def setup(app: Sphinx) -> dict:
     # Not an "env" value: every way gives a page the same outputs.
     app.add_config_value(CONFIG, DEFAULT, "", str)
+    app.add_config_value(IDLE, IDLE_DEFAULT, "", (int, float))
     app.connect("config-inited", _check)
     _start_early(app)
     # env-before-read-docs: before parallel readers fork, and only when pages are read.

@@ -79,11 +79,22 @@ def remove_stale_folders(temp: str | None = None) -> list[Path]:
 
 
 class ForkServer:
-    """The server process, owned by the process that started it."""
+    """The server process, owned by the process that started it; or, started
+    with an ``idle`` time in a ``folder`` of ``warm_server``'s, a warm server
+    that owns itself (``release`` it, never ``stop`` it)."""
 
-    def __init__(self, environment: dict[str, str] | None = None) -> None:
-        remove_stale_folders()
-        self.folder = tempfile.mkdtemp(prefix=FOLDER_PREFIX)
+    def __init__(
+        self,
+        environment: dict[str, str] | None = None,
+        *,
+        folder: str | None = None,
+        idle: float = 0,
+        fingerprint: str = "",
+    ) -> None:
+        if folder is None:
+            remove_stale_folders()
+            folder = tempfile.mkdtemp(prefix=FOLDER_PREFIX)
+        self.folder = folder
         self.socket_path = os.path.join(self.folder, "server.sock")
         self.owner = os.getpid()
         self.lock = _locked_lock_file(self.folder)
@@ -96,6 +107,13 @@ class ForkServer:
         listener.bind(self.socket_path)
         listener.listen(64)
         self._status, status_w = os.pipe()
+        # A warm server keeps none of the build's files open (its stdin, the
+        # build log): it writes to a log in its folder.
+        log = (
+            os.open(os.path.join(folder, "server.log"), os.O_WRONLY | os.O_CREAT, 0o600)
+            if idle
+            else None
+        )
         try:
             self.process = subprocess.Popen(
                 wire.server_argv(
@@ -106,16 +124,22 @@ class ForkServer:
                     parent=os.getpid(),
                     status=status_w,
                     lock=self.lock,
+                    idle=idle,
+                    fingerprint=fingerprint,
                 ),
                 pass_fds=[listener.fileno(), status_w, self.lock],
-                stdin=subprocess.PIPE,  # closes when this process dies: the server exits
+                # The build's stdin closes when the build dies: the server exits.
+                stdin=subprocess.DEVNULL if idle else subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
+                stderr=log if idle else None,
                 start_new_session=True,  # Ctrl-C reaches the build, which stops us
                 env={**os.environ, **(environment or {})},
             )
         finally:
             listener.close()
             os.close(status_w)
+            if log is not None:
+                os.close(log)
 
     def wait_until(self, state: str, timeout: float = 300) -> None:
         """Block until the server has reported ``state``: ``wire.IMPORTING`` (it
@@ -143,6 +167,13 @@ class ForkServer:
             *lines, self._status_buffer = self._status_buffer.split(b"\n")
             self.states += [line.decode() for line in lines]
 
+    def release(self) -> None:
+        """Let go of a warm server: it holds its folder's lock, and lives on."""
+        for fd in (self._status, self.lock):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._status = self.lock = -1
+
     def stop(self) -> None:
         if os.getpid() != self.owner:
             return  # a forked reader: the server is not ours to stop
@@ -156,8 +187,4 @@ class ForkServer:
         assert self.process.stdin is not None  # Popen(stdin=PIPE)
         self.process.stdin.close()
         shutil.rmtree(self.folder, ignore_errors=True)  # the server removes it first
-        # Last, the lock: the folder is gone before anyone may take it.
-        for fd in (self._status, self.lock):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self._status = self.lock = -1  # a second stop closes nothing
+        self.release()  # last, the lock: the folder is gone before anyone may take it

@@ -26,7 +26,10 @@ undoes what it inherited from the server (``child.RESETS``), and runs
 
 The server exits when it gets SIGTERM or SIGINT, when its parent (the Sphinx
 build) exits, or when its stdin closes, and always the same way (``shutdown``):
-signals blocked, every kernel it forked killed, the build's folder removed.
+signals blocked, every kernel it forked killed, the build's folder removed. A
+warm server (started with an idle time) watches no build: it exits when asked
+to (``wire.STOP``), or when it has had no request and no child for that long,
+so that the next builds of the same site use it while it lives.
 """
 
 import contextlib
@@ -36,6 +39,7 @@ import shutil
 import signal
 import socket
 import sys
+import time
 import traceback
 
 # This script's neighbours (sys.path[0] is its folder): the protocol, what a
@@ -46,9 +50,16 @@ from preload import preload
 
 
 class Server:
-    def __init__(self, socket_path: str, listener_fd: int, lock_fd: int):
+    def __init__(
+        self, socket_path: str, listener_fd: int, lock_fd: int, idle: float, fingerprint: str
+    ):
         self.socket_path = socket_path
         self.lock_fd = lock_fd  # held, not used: the build's folder is in use
+        self.idle = idle  # seconds without requests or children before exiting; 0: never
+        self.fingerprint = fingerprint  # what the build that started it computed
+        self.last_active = time.monotonic()
+        self.folder = os.path.dirname(socket_path)
+        self.start_lock: int | None = None  # held while it exits for being idle
         self.server_pid = os.getpid()
         self.selector = selectors.DefaultSelector()
         self.listener = socket.socket(fileno=listener_fd)  # bound by the build
@@ -65,23 +76,60 @@ class Server:
         signal.signal(signal.SIGCHLD, lambda *_: None)  # wake select to reap
         self.selector.register(self.listener, selectors.EVENT_READ, self._accept)
         self.selector.register(self.wake_r, selectors.EVENT_READ, self._reap)
-        self.selector.register(0, selectors.EVENT_READ, self._parent_input)
+        if not self.idle:  # the build's: its stdin closes when the build ends
+            self.selector.register(0, selectors.EVENT_READ, self._parent_input)
         while True:
-            for key, _ in self.selector.select():
+            events = self.selector.select(self._until_idle())
+            for key, _ in events:
                 key.data(key.fileobj)
+            if not events and self._idle_for_good():
+                self.shutdown()
+
+    def _until_idle(self) -> float | None:
+        if not self.idle or self.kernels:
+            return None  # a child's exit wakes the loop (SIGCHLD) and restarts the clock
+        return max(0.0, self.last_active + self.idle - time.monotonic())
+
+    def _idle_for_good(self) -> bool:
+        """Idle for ``idle`` seconds, and no build is finding or starting this server:
+        under the lock they take for that, no build can connect between this
+        decision and the exit (a connection already waiting counts as activity)."""
+        if self.kernels or self._until_idle():
+            return False
+        lock = wire.hold_start_lock(self.folder, blocking=False)
+        if lock is None:
+            return False  # held: a build is about to use this server
+        waiting = self.selector.select(0)
+        if waiting:
+            os.close(lock)
+            for key, _ in waiting:
+                key.data(key.fileobj)
+            return False
+        self.start_lock = lock  # shutdown removes it, once the folder is gone
+        return True
 
     def _accept(self, listener) -> None:
         conn, _ = listener.accept()
+        self.last_active = time.monotonic()
         pid = None
         try:
             conn.settimeout(10)
             try:
+                if wire.peer_uid(conn) != os.getuid():
+                    raise wire.WireError("a process of another user")
                 request, fds = wire.receive_request(conn)
             except wire.WireError as error:
                 print(f"fork server: refused a request: {error}", file=sys.stderr)
                 conn.sendall(wire.refusal_line(str(error)))
                 conn.close()
                 return
+            if request["kind"] == wire.HELLO:
+                conn.sendall(wire.hello_line(self.fingerprint, os.getpid()))
+                conn.close()
+                return
+            if request["kind"] == wire.STOP:
+                conn.close()
+                self.shutdown()
             try:
                 conn.settimeout(None)
                 sys.stdout.flush()
@@ -140,6 +188,7 @@ class Server:
             conn = self.kernels.pop(pid, None)
             if conn is None:
                 continue
+            self.last_active = time.monotonic()
             status = (
                 -os.WTERMSIG(wait_status)
                 if os.WIFSIGNALED(wait_status)
@@ -201,7 +250,9 @@ class Server:
                 with contextlib.suppress(ChildProcessError):
                     os.waitpid(pid, 0)
             # The build may be gone: tidy its folder (socket and lock) for it.
-            shutil.rmtree(os.path.dirname(self.socket_path), ignore_errors=True)
+            shutil.rmtree(self.folder, ignore_errors=True)
+            if self.start_lock is not None:
+                wire.drop_start_lock(self.folder, self.start_lock)
             sys.stdout.flush()
             sys.stderr.flush()
         finally:
@@ -215,16 +266,17 @@ def report(status_fd: int, state: str) -> None:
 
 
 def main() -> None:
-    socket_path, listener_fd, parent_pid, status_fd, lock_fd = wire.read_server_argv(sys.argv[1:])
-    server = Server(socket_path, listener_fd, lock_fd)
+    args = wire.read_server_argv(sys.argv[1:])
+    server = Server(args.socket_path, args.listener, args.lock, args.idle, args.fingerprint)
     signal.signal(signal.SIGTERM, server.shutdown)
     signal.signal(signal.SIGINT, server.shutdown)
     try:
-        child.die_with_parent(signal.SIGTERM, parent_pid)
-        report(status_fd, wire.IMPORTING)  # from here on, the build's death stops us
+        if not args.idle:
+            child.die_with_parent(signal.SIGTERM, args.parent)
+        report(args.status, wire.IMPORTING)  # from here on, the build's death stops us
         preload()
-        report(status_fd, wire.READY)
-        os.close(status_fd)
+        report(args.status, wire.READY)
+        os.close(args.status)
         server.serve()
     except BaseException:  # a bug, or torch missing: still tidy up
         traceback.print_exc()

@@ -16,11 +16,13 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from nbformat import NotebookNode
 from sphinx.util import logging
 
+from autograd_docs.kernels import warm_server, wire
 from autograd_docs.kernels.fork_server import ForkServer
 from autograd_docs.kernels.page_client import ServerUnreachable, execute_forked
 
@@ -47,6 +49,15 @@ def launcher_argv(socket_path: str) -> list[str]:
     ]
 
 
+@dataclass(frozen=True)
+class Keep:
+    """How long the fork server stays after the build (``warm_server.py``)."""
+
+    site: Path  # the folder of conf.py: one warm server per site
+    idle: float  # seconds without a page before it exits; 0: it ends with the build
+    snippets: Path | None  # their source is part of the server's fingerprint
+
+
 class PageExecution:
     """Plain kernels: each page starts a Jupyter kernel of its own
     (``page_kernel.py``), which imports torch itself. The slowest way, and the
@@ -54,9 +65,12 @@ class PageExecution:
 
     name = "plain-kernels"
 
-    def __init__(self, environment: dict[str, str], reason: str | None = None) -> None:
+    def __init__(
+        self, environment: dict[str, str], reason: str | None = None, keep: Keep | None = None
+    ) -> None:
         self.environment = environment  # what every page's process starts with
         self.reason = reason  # why the build runs this way and not the configured one
+        self.keep = keep  # whether, and where, what it starts outlives the build
         self.owner = os.getpid()  # the build; parallel readers are forked from it
 
     def start(self) -> None:
@@ -85,18 +99,31 @@ class ForkedKernels(PageExecution):
 
     name = "forked-kernels"
 
-    def __init__(self, environment: dict[str, str], reason: str | None = None) -> None:
-        super().__init__(environment, reason)
-        self.server: ForkServer | None = None
+    def __init__(
+        self, environment: dict[str, str], reason: str | None = None, keep: Keep | None = None
+    ) -> None:
+        super().__init__(environment, reason, keep)
+        self.server: ForkServer | None = None  # this build's own, if it has one
+        self._socket_path: str | None = None
 
     def start(self) -> None:
-        if self.server is None:
-            self.server = ForkServer(self.environment)
+        if self._socket_path is not None:
+            return
+        if self.keep is not None and self.keep.idle:
+            try:
+                self._socket_path = warm_server.socket_for(
+                    self.environment, self.keep.site, self.keep.idle, self.keep.snippets
+                )
+                return
+            except (warm_server.NotOurs, wire.WireError, OSError) as error:
+                logger.info(f"warm fork server not used ({error}): this build starts its own")
+        self.server = ForkServer(self.environment)
+        self._socket_path = self.server.socket_path
 
     @property
     def socket_path(self) -> str:
-        assert self.server is not None, "start() the way before pages run"
-        return self.server.socket_path
+        assert self._socket_path is not None, "start() the way before pages run"
+        return self._socket_path
 
     def kernel_argv(self) -> list[str]:
         return launcher_argv(self.socket_path)

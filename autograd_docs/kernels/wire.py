@@ -6,7 +6,11 @@ the server and its children import it as a plain script's neighbour (``wire``),
 the build as ``autograd_docs.kernels.wire``.
 
 The build starts the server with ``server_argv`` and reads its progress, one
-word per line, on a pipe (``IMPORTING``, then ``READY``).
+word per line, on a pipe (``IMPORTING``, then ``READY``). A server started with
+an idle time outlives the build that started it (a warm server): later builds
+find it by its folder, ask who it is (``HELLO``: its fingerprint and pid) and
+use it if the fingerprint is theirs, or ask it to ``STOP``. Only a process of
+the server's own user is answered (``peer_uid``).
 
 A client (the launcher, for a Jupyter kernel; ``page_client``, for a page)
 connects to the server's unix socket and sends one request (``send_request``):
@@ -28,21 +32,27 @@ where it happens.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import socket
 import struct
+from typing import NamedTuple
 
 VERSION = 1  # bump on any change to what is below
 
 # The server's progress, on its status pipe.
 IMPORTING, READY = "importing", "ready"
 
-# What a child becomes.
+# What a request asks for: a child (what it becomes), or something of the server.
 KERNEL = "kernel"  # a Jupyter kernel (page_kernel.py), for the launcher
 PAGE = "page"  # a page runner (page_runner.py), for page_client
-DESCRIPTORS = {KERNEL: 3, PAGE: 4}  # stdin, stdout, stderr (+ the page's results socket)
+HELLO = "hello"  # the server's fingerprint and pid, nothing forked
+STOP = "stop"  # the server exits, as at SIGTERM
+# The descriptors each passes: stdin, stdout, stderr (+ the page's results socket).
+DESCRIPTORS = {KERNEL: 3, PAGE: 4, HELLO: 0, STOP: 0}
 MAX_DESCRIPTORS = max(DESCRIPTORS.values())
+CHILDREN = (KERNEL, PAGE)
 
 # A page's messages: the cell of the kernel-info reply, and the last line's.
 KERNEL_INFO = -1
@@ -50,6 +60,7 @@ DONE = -2
 CHANNELS = ("shell", "iopub", "done")
 
 _LENGTH = struct.Struct("!I")
+_CREDS = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
 
 class WireError(Exception):
@@ -57,21 +68,80 @@ class WireError(Exception):
 
 
 def server_argv(
-    python: str, script: str, socket_path: str, listener: int, parent: int, status: int, lock: int
+    python: str,
+    script: str,
+    socket_path: str,
+    *,
+    listener: int,
+    parent: int,
+    status: int,
+    lock: int,
+    idle: float = 0,
+    fingerprint: str = "",
 ) -> list[str]:
     """The server's command line: its socket, the descriptors it inherits (the
-    bound listener, the status pipe's write end, the build's lock) and the
-    build's pid, which it watches."""
-    return [python, script, socket_path, str(listener), str(parent), str(status), str(lock)]
+    bound listener, the status pipe's write end, the build's lock), the build's
+    pid, which it watches, and for a warm server the seconds it may stay idle
+    (0: it lives and dies with the build) and its fingerprint."""
+    numbers = (listener, parent, status, lock, idle)
+    return [python, script, socket_path, *map(str, numbers), fingerprint]
 
 
-def read_server_argv(argv: list[str]) -> tuple[str, int, int, int, int]:
-    """``(socket_path, listener, parent, status, lock)`` from ``server_argv``'s
-    arguments (``sys.argv[1:]``)."""
-    if len(argv) != 5:
-        raise WireError(f"the server takes 5 arguments (server_argv), not {len(argv)}: {argv}")
-    listener, parent, status, lock = map(int, argv[1:])
-    return argv[0], listener, parent, status, lock
+class ServerArgs(NamedTuple):
+    socket_path: str
+    listener: int
+    parent: int
+    status: int
+    lock: int
+    idle: float
+    fingerprint: str
+
+
+def read_server_argv(argv: list[str]) -> ServerArgs:
+    """``server_argv``'s arguments (``sys.argv[1:]``), read back."""
+    if len(argv) != 7:
+        raise WireError(f"the server takes 7 arguments (server_argv), not {len(argv)}: {argv}")
+    listener, parent, status, lock = map(int, argv[1:5])
+    return ServerArgs(argv[0], listener, parent, status, lock, float(argv[5]), argv[6])
+
+
+def start_lock(folder: str) -> str:
+    """The file a warm server's builds and the server itself lock (``flock``) while
+    one of them starts, finds or stops it: beside its folder, which comes and goes."""
+    return folder.rstrip("/") + ".starting"
+
+
+def hold_start_lock(folder: str, blocking: bool = True) -> int | None:
+    """Lock ``start_lock(folder)``; its descriptor, or None if not ``blocking`` and
+    someone holds it. Whoever holds it may remove the file (``drop_start_lock``):
+    a lock taken on a file since removed is let go and taken again."""
+    path = start_lock(folder)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+            if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                return fd
+        except OSError:
+            if blocking:
+                raise
+            os.close(fd)
+            return None
+        os.close(fd)  # removed while we waited: take the new one
+
+
+def drop_start_lock(folder: str, fd: int) -> None:
+    """Remove the start lock of a server that is gone, then let go of it."""
+    try:
+        os.unlink(start_lock(folder))
+    finally:
+        os.close(fd)
+
+
+def peer_uid(conn: socket.socket) -> int:
+    """The user id of the process at the other end of a unix socket."""
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CREDS.size)
+    return _CREDS.unpack(creds)[1]
 
 
 def send_request(
@@ -79,21 +149,26 @@ def send_request(
     kind: str,
     fds: list[int],
     *,
-    argv: list[str],
-    cwd: str,
-    env: dict[str, str],
+    argv: list[str] | None = None,
+    cwd: str | None = None,
+    env: dict[str, str] | None = None,
     cells: list[dict] | None = None,
 ) -> None:
     """Ask the server for a child of ``kind`` that takes ``fds`` and runs with
     ``argv``, ``cwd`` and ``env`` (and, for a page, runs ``cells``)."""
     if len(fds) != DESCRIPTORS[kind]:
         raise WireError(f"a {kind} request passes {DESCRIPTORS[kind]} descriptors, not {len(fds)}")
-    request: dict = {"version": VERSION, "kind": kind, "argv": argv, "cwd": cwd, "env": env}
+    request: dict = {"version": VERSION, "kind": kind}
+    if kind in CHILDREN:
+        request.update(argv=argv, cwd=cwd, env=env)
     if kind == PAGE:
         request["cells"] = cells
     body = json.dumps(request).encode()
-    socket.send_fds(server, [_LENGTH.pack(len(body))], fds)
-    server.sendall(body)
+    if fds:
+        socket.send_fds(server, [_LENGTH.pack(len(body))], fds)
+        server.sendall(body)
+    else:
+        server.sendall(_LENGTH.pack(len(body)) + body)
 
 
 def receive_request(conn: socket.socket) -> tuple[dict, list[int]]:
@@ -125,6 +200,8 @@ def _check_request(request, fds: list[int]) -> None:
         raise WireError(f"unknown request kind {kind!r} (known: {', '.join(DESCRIPTORS)})")
     if len(fds) != DESCRIPTORS[kind]:
         raise WireError(f"a {kind} request passes {DESCRIPTORS[kind]} descriptors, got {len(fds)}")
+    if kind not in CHILDREN:
+        return
     missing = {"argv", "cwd", "env", *(["cells"] if kind == PAGE else [])} - request.keys()
     if missing:
         raise WireError(f"a {kind} request without {', '.join(sorted(missing))}")
@@ -161,6 +238,20 @@ def refusal_line(reason: str) -> bytes:
 
 def status_line(status: int) -> bytes:
     return _line({"status": status})
+
+
+def hello_line(fingerprint: str, pid: int) -> bytes:
+    return _line({"fingerprint": fingerprint, "pid": pid})
+
+
+def read_hello(line: bytes) -> tuple[str, int]:
+    """``(fingerprint, pid)`` from the server's answer to ``HELLO``."""
+    reply = _parse(line, "hello")
+    if "refused" in reply:
+        raise WireError(f"the fork server refused the request: {reply['refused']}")
+    if not isinstance(reply.get("fingerprint"), str) or not isinstance(reply.get("pid"), int):
+        raise WireError(f"the fork server's hello has no fingerprint and pid: {reply}")
+    return reply["fingerprint"], reply["pid"]
 
 
 def read_pid(line: bytes) -> int:
