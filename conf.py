@@ -72,7 +72,8 @@ nb_execution_show_tb = False  # autograd_docs reports a failing cell in one line
 # its full traceback is in _build/html/reports/<page>.err.log
 nb_merge_streams = True  # one output block per cell, not one per print
 # How each page's code runs (autograd_docs/kernels/ways.py): in a process forked
-# from a server that imported torch once. "plain-kernels" starts each from cold.
+# from a server that imported torch once. "forked-kernels" gives each a forked
+# Jupyter kernel instead; "plain-kernels" starts each kernel from cold.
 autograd_docs_page_execution = "forked-pages"
 
 # -- Options for doctest -----------------------------------------------------------

@@ -1,7 +1,7 @@
 """What the engine reads once per build and every page then uses, in one typed place.
 
-Each value is read when the builder starts, by the part named beside it, and is
-kept on the Sphinx application (its one attribute ``ATTRIBUTE``), not on the
+Each value is read when the builder starts (or, for ``executes``, when first
+asked), by the part named beside it, and is kept on the Sphinx application (its one attribute ``ATTRIBUTE``), not on the
 environment: the environment is saved with the build, while these are read
 afresh by every build. Sphinx forks its parallel readers and writers, so they
 see what was read before they started.

@@ -2,7 +2,7 @@
 
 Each page runs in a process forked from one warm server (autograd_docs/kernels/server.py):
 by default a page runner (``page_runner.py``, no kernel protocol), with
-AUTOGRAD_DOCS_KERNEL_PROTOCOL=1 a Jupyter kernel. These tests drive both the way
+``autograd_docs_page_execution = "forked-kernels"`` a Jupyter kernel. These tests drive both the way
 the build does (nbclient, through ``page_client`` or jupyter_client), and check
 that nothing a page does reaches the next page, that the runner's outputs and
 errors are a kernel's, that interrupts and shutdowns reach the kernel, and that
@@ -633,7 +633,9 @@ def test_the_environment_overrides_conf_py_for_one_build(monkeypatch):
     monkeypatch.delenv(fork_kernels.PROTOCOL_SWITCH, raising=False)
     assert fork_kernels.chosen("forked-pages") == ("forked-pages", None)
     monkeypatch.setenv(fork_kernels.PROTOCOL_SWITCH, "1")
-    assert fork_kernels.chosen("forked-pages") == ("forked-kernels", None)
+    assert fork_kernels.chosen("forked-pages") == ("forked-kernels",
+                                                   f"{fork_kernels.PROTOCOL_SWITCH}=1")
+    assert fork_kernels.chosen("forked-kernels") == ("forked-kernels", None)
     monkeypatch.setenv(fork_kernels.ENV_SWITCH, "0")
     assert fork_kernels.chosen("forked-pages") == ("plain-kernels",
                                                    f"{fork_kernels.ENV_SWITCH}=0")

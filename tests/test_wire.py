@@ -2,6 +2,7 @@
 is what the other reads, and a disagreement fails loudly, never by quietly
 running the page a slower way."""
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -46,8 +47,9 @@ def test_a_request_arrives_as_it_was_sent():
     request, fds = sent(wire.KERNEL, [0, 1, 2], **FIELDS)
     assert request == {"version": wire.VERSION, "kind": wire.KERNEL, **FIELDS}
     assert len(fds) == 3
-    request, fds = sent(wire.PAGE, [0, 1, 2, 2], cells=[{"source": "1"}], **FIELDS)
-    assert request["cells"] == [{"source": "1"}] and len(fds) == 4
+    cells = [{"source": "1", "stop_on_error": True}]
+    request, fds = sent(wire.PAGE, [0, 1, 2, 2], cells=cells, **FIELDS)
+    assert request["cells"] == cells and len(fds) == 4
 
 
 @pytest.mark.parametrize("body, fds, says", [
@@ -60,6 +62,14 @@ def test_a_request_arrives_as_it_was_sent():
     (b'{"version": 1, "kind": "page", "argv": [], "cwd": "/", "env": {}}', 4,
      "without cells"),
     (b"not json", 3, "not JSON"),
+    (b'{"version": 1, "kind": ["page"], "argv": [], "cwd": "/", "env": {}}', 3,
+     "unknown request kind"),
+    (b'{"version": 1, "kind": "kernel", "argv": "x", "cwd": "/", "env": {}}', 3,
+     "argv is not"),
+    (b'{"version": 1, "kind": "kernel", "argv": [], "cwd": "/", "env": {"A": 1}}', 3,
+     "env is not"),
+    (b'{"version": 1, "kind": "page", "argv": [], "cwd": "/", "env": {}, "cells": [{}]}', 4,
+     "cells is not"),
 ])
 def test_a_request_the_server_cannot_read_is_refused_with_the_reason(body, fds, says):
     with raw(body, [0, 1, 2, 2][:fds]) as server, pytest.raises(wire.WireError, match=says):
@@ -73,10 +83,27 @@ def test_the_replies_read_back_and_a_refusal_raises():
         wire.read_pid(wire.refusal_line("too old"))
     with pytest.raises(wire.WireError, match="not a JSON object"):
         wire.read_pid(b"[1]\n")
-    line = wire.page_message(3, "iopub", {"content": {}})
-    assert wire.read_page_message(line) == (3, "iopub", {"content": {}})
+    msg = {"parent_header": {}, "content": {}}
+    assert wire.read_page_message(wire.page_message(3, "iopub", msg)) == (3, "iopub", msg)
     with pytest.raises(wire.WireError, match="no known shape"):
         wire.read_page_message(b'{"cell": 0, "channel": "control", "msg": {}}')
+
+
+def test_a_page_message_of_no_known_shape_fails_the_page_at_once():
+    """Not a cell that times out a minute later: asyncio would log and drop the
+    error if the reader raised it where it reads."""
+    build_end, child_end = socket.socketpair()
+    reader = page_client._Reader(build_end)
+    child_end.sendall(b'{"cell": 0, "channel": "iopub", "msg": {"no": "header"}}\n'
+                      + wire.page_message(0, "shell", {"parent_header": {}}))
+
+    async def first_reply():
+        return await reader.next("shell", 30)
+
+    with pytest.raises(wire.WireError, match="no known shape"):
+        asyncio.run(first_reply())
+    child_end.close()
+    build_end.close()
 
 
 def test_the_server_reads_its_command_line_as_the_build_writes_it():

@@ -7,6 +7,8 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
+from autograd_docs._compat import patching
+
 
 def wrap_executenb(wrapper: Callable) -> None:
     """Replace the ``executenb`` (nbclient's ``execute``) that jupyter-cache's
@@ -18,12 +20,7 @@ def wrap_executenb(wrapper: Callable) -> None:
     """
     import jupyter_cache.executors.utils
 
-    # Each build's setup wraps it: wrap the original, never an earlier wrapper.
-    original = jupyter_cache.executors.utils.executenb
-    original = getattr(original, "__wrapped__", original)
-    wrapped = wrapper(original)
-    wrapped.__wrapped__ = original
-    jupyter_cache.executors.utils.executenb = wrapped
+    patching.wrap(jupyter_cache.executors.utils, "executenb", wrapper)
 
 
 def serialize_cache_access() -> None:

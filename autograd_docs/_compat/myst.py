@@ -13,6 +13,7 @@ from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
 from sphinx.application import Sphinx
 
 from autograd_docs import build_state
+from autograd_docs._compat import patching
 
 
 def is_myst_config_dump(record: logging.LogRecord) -> bool:
@@ -57,7 +58,7 @@ def wrap_create_client(wrapper: Callable) -> None:
     (no upstream issue found; myst-nb's unreleased ``kernel_manager_class``,
     executablebooks/MyST-NB#721, would retire the kernel side).
     """
-    myst_nb.sphinx_.create_client = wrapper(myst_nb.sphinx_.create_client)
+    patching.wrap(myst_nb.sphinx_, "create_client", wrapper)
 
 
 def word_exec_table_status() -> None:

@@ -69,17 +69,17 @@ _active: PageExecution | None = None
 
 
 def chosen(configured: str) -> tuple[str, str | None]:
-    """The way this build runs pages, from conf.py's choice and the environment's
-    overrides, and why it is not the configured one (None if it is)."""
+    """The way this build runs pages, from conf.py's choice (or ``-D``), which
+    the environment overrides, and why it is not the configured one (None if it is)."""
+    name, reason = configured, None
     if os.environ.get(ENV_SWITCH, "1") == "0":
-        return "plain-kernels", f"{ENV_SWITCH}=0"
-    if os.environ.get(PROTOCOL_SWITCH) == "1":
-        configured = "forked-kernels"
-    if configured != "plain-kernels":
-        reason = fork_server.unavailable_reason()
-        if reason:
-            return "plain-kernels", reason
-    return configured, None
+        name, reason = "plain-kernels", f"{ENV_SWITCH}=0"
+    elif os.environ.get(PROTOCOL_SWITCH) == "1":
+        name, reason = "forked-kernels", f"{PROTOCOL_SWITCH}=1"
+    unavailable = fork_server.unavailable_reason() if WAYS[name].forks else None
+    if unavailable:
+        name, reason = "plain-kernels", unavailable
+    return name, reason if name != configured else None
 
 
 def _check(app: Sphinx, config) -> None:
@@ -141,14 +141,17 @@ def _install_kernelspec(app: Sphinx, env, docnames: list[str]) -> None:
     JUPYTER_PATH is searched before the venv's own kernelspecs, and kernels
     started by parallel readers inherit it.
     """
-    if not docnames or app.config.nb_execution_mode == "off":
+    # A page's own front matter may execute it whatever nb_execution_mode says.
+    if not any(_compat.executes_page(app, docname) for docname in docnames):
         return
     way = _activate(app, app.config[CONFIG])
-    if way.reason:
+    if way.reason and way.name == "plain-kernels":
         logger.info(
             f"fork server off ({way.reason}): each page starts its own kernel "
             "and imports torch itself"
         )
+    elif way.reason:
+        logger.info(f"pages run as {way.name}, not as {app.config[CONFIG]} ({way.reason})")
     way.start()
     spec = {
         "argv": way.kernel_argv(),
@@ -170,7 +173,7 @@ def _execute_page(original):
     """Wrap jupyter-cache's ``executenb``: the active way runs the page."""
 
     def executenb(notebook, cwd=None, **kwargs):
-        if _active is None:  # pages read with no way started: none is needed
+        if _active is None:  # no page was to execute (_install_kernelspec): nbclient's own way
             return original(notebook, cwd=cwd, **kwargs)
         return _active.execute(original, notebook, cwd, **kwargs)
 
@@ -187,6 +190,9 @@ def _close(*_args) -> None:
 
 
 def setup(app: Sphinx) -> dict:
+    # Builds in one process run one after another: what an earlier one left
+    # active (it failed before build-finished) is not this build's.
+    _close()
     # Not an "env" value: every way gives a page the same outputs.
     app.add_config_value(CONFIG, DEFAULT, "", str)
     app.add_config_value(IDLE, IDLE_DEFAULT, "", (int, float))

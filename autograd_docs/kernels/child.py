@@ -18,10 +18,13 @@ import sys
 import traceback
 from typing import TYPE_CHECKING
 
-import wire
-
 if TYPE_CHECKING:
-    from server import Server
+    from autograd_docs.kernels import wire
+    from autograd_docs.kernels.server import Server
+else:
+    import wire
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 PR_SET_PDEATHSIG = 1
 
@@ -126,9 +129,16 @@ def _tell_ipykernel_its_parent(server: Server, conn: socket.socket) -> None:
     IPKernelApp.instance(parent_handle=int(os.environ.get("JPY_PARENT_PID") or 0))
 
 
+def _forget_the_servers_folder(server: Server, conn: socket.socket) -> None:
+    """The server runs as a script, so its folder is first on ``sys.path``: a
+    page importing, say, a package named ``wire`` must not get the server's."""
+    sys.path[:] = [path for path in sys.path if os.path.abspath(path or ".") != HERE]
+
+
 RESETS = {
     "signal handlers": _reset_signals,
     "server's files": _close_server_files,
     "random seeds": _reseed_random_generators,
     "ipykernel's parent": _tell_ipykernel_its_parent,
+    "the server's folder on sys.path": _forget_the_servers_folder,
 }

@@ -27,8 +27,12 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # -I leaves the script's own folder off sys.path; wire.py is all it needs there.
-sys.path.insert(0, HERE)
-import wire  # noqa: E402
+sys.path.append(HERE)
+TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it the same)
+if TYPE_CHECKING:
+    from autograd_docs.kernels import wire
+else:
+    import wire
 
 PAGE_KERNEL = os.path.join(HERE, "page_kernel.py")
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)

@@ -50,9 +50,10 @@ def cells_to_run(notebook: NotebookNode, allow_errors: bool) -> list[dict]:
 
 
 class ServerUnreachable(Exception):
-    """The fork server could not be reached to fork a child for the page; nothing
-    ran. (A server that answers but refuses raises ``wire.WireError``: that is a
-    bug to fix, not a reason to fall back.)"""
+    """No fork server listens at the socket (none there, or it refused the
+    connection); nothing ran. A server that answers but refuses, or takes the
+    request and dies, raises ``wire.WireError``: a bug to fix, not a reason to
+    fall back.)"""
 
 
 class _Channel:
@@ -84,6 +85,9 @@ class _Reader:
         self.ended = False  # the socket is closed: finished, or the child died
         self._loop: asyncio.AbstractEventLoop | None = None
         self.queues: dict[str, asyncio.Queue] = {}
+        # A line that broke the wire: raised to nbclient by the next read, not
+        # left to asyncio, which would log it and let the cell time out.
+        self.broken: wire.WireError | None = None
 
     async def next(self, channel: str, timeout: float | None) -> dict:
         if self._loop is None:  # nbclient's event loop, on its first read
@@ -97,6 +101,8 @@ class _Reader:
             raise queue.Empty from None  # nbclient then times the cell out
         if msg is self._END:
             waiting.put_nowait(self._END)
+            if self.broken is not None:
+                raise self.broken
             raise queue.Empty  # nbclient then asks is_alive: it is not
         return msg
 
@@ -106,19 +112,28 @@ class _Reader:
         except (BlockingIOError, InterruptedError):
             return
         if not data:
-            self.ended = True
-            self.stop()
-            for waiting in self.queues.values():
-                waiting.put_nowait(self._END)
+            self._end()
             return
         *lines, self._buffer = (self._buffer + data).split(b"\n")
         for line in lines:
-            cell, channel, msg = wire.read_page_message(line)
+            try:
+                cell, channel, msg = wire.read_page_message(line)
+            except wire.WireError as error:
+                self.broken = error
+                self._end()
+                return
             if channel == "done":
                 self.finished = True
                 continue
             msg["parent_header"]["msg_id"] = _request_id(cell)
             self.queues[channel].put_nowait(msg)
+
+    def _end(self) -> None:
+        """No more messages: the child closed its socket, or broke the wire."""
+        self.ended = True
+        self.stop()
+        for waiting in self.queues.values():
+            waiting.put_nowait(self._END)
 
     def stop(self) -> None:
         """Stop reading (before the socket is closed)."""
@@ -200,10 +215,10 @@ class ForkedPageManager:
         ServerUnreachable if it cannot, ``wire.WireError`` if it refuses."""
         try:
             self._fork_child(cwd)
-        except OSError as error:
+        except (FileNotFoundError, ConnectionRefusedError) as error:
             self.cleanup_resources()
             raise ServerUnreachable(str(error)) from error
-        except wire.WireError:
+        except BaseException:
             self.cleanup_resources()
             raise
 
@@ -228,8 +243,8 @@ class ForkedPageManager:
             os.close(devnull)
             child_end.close()
         first = server.makefile("rb").readline()
-        if not first:
-            raise OSError("the fork server closed the connection")
+        if not first:  # it took the request and died: a bug to see, not to route round
+            raise wire.WireError("the fork server closed the connection without forking")
         self.pid = wire.read_pid(first)
         self.reader = _Reader(results)
 

@@ -1,7 +1,7 @@
 """Run one page's cells in this process, with ipykernel's own shell, and stream
 back every message ipykernel publishes for them.
 
-Called by ``server.py`` in a child it forked for a page (``kind: page``), in
+Called by ``child.py`` in a child the server forked for a page (``kind: page``), in
 place of a Jupyter kernel: no ZMQ sockets, heartbeat, kernel-info handshake or
 shutdown request, no message round trip per cell. The page still gets what a
 kernel would give it, because the shell is ipykernel's (the in-process kernel's
@@ -32,7 +32,7 @@ import types
 try:
     from . import wire  # as autograd_docs.kernels.page_runner (tests)
 except ImportError:
-    import wire  # type: ignore[no-redef]  # as the fork server's neighbour, in a page's child
+    import wire  # type: ignore[no-redef,import-not-found]  # as the fork server's neighbour, in a page's child
 
 IDLE_WAIT = 300  # seconds; an "idle" this late means the IOPub thread is stuck: say so
 

@@ -26,7 +26,7 @@ undoes what it inherited from the server (``child.RESETS``), and runs
 
 The server exits when it gets SIGTERM or SIGINT, when its parent (the Sphinx
 build) exits, or when its stdin closes, and always the same way (``shutdown``):
-signals blocked, every kernel it forked killed, the build's folder removed. A
+signals ignored, every kernel it forked killed, the build's folder removed. A
 warm server (started with an idle time) watches no build: it exits when asked
 to (``wire.STOP``), or when it has had no request and no child for that long,
 so that the next builds of the same site use it while it lives.
@@ -44,9 +44,14 @@ import traceback
 
 # This script's neighbours (sys.path[0] is its folder): the protocol, what a
 # child does, what the server imports before forking.
-import child
-import wire
-from preload import preload
+TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it the same)
+if TYPE_CHECKING:
+    from autograd_docs.kernels import child, wire
+    from autograd_docs.kernels.preload import preload
+else:
+    import child
+    import wire
+    from preload import preload
 
 
 class Server:

@@ -59,11 +59,13 @@ class Keep:
 
 
 class PageExecution:
-    """Plain kernels: each page starts a Jupyter kernel of its own
-    (``page_kernel.py``), which imports torch itself. The slowest way, and the
-    one that works everywhere; the base of the others."""
+    """How every page of a build is executed: the interface, and what the ways
+    share. Subclasses name themselves (``name``, the value of
+    ``autograd_docs_page_execution``) and say whether they need a fork server
+    (``forks``: then, where fork is missing, the build runs plain kernels)."""
 
-    name = "plain-kernels"
+    name: str
+    forks = False
 
     def __init__(
         self, environment: dict[str, str], reason: str | None = None, keep: Keep | None = None
@@ -79,16 +81,27 @@ class PageExecution:
 
     def kernel_argv(self) -> list[str]:
         """The command of the ``python3`` kernelspec."""
-        return plain_kernel_argv()
+        raise NotImplementedError
 
     def execute(
         self, original: Callable, notebook: NotebookNode, cwd: str | None, **kwargs
     ) -> NotebookNode:
-        """Run one page, as ``original`` (nbclient's ``execute``) would."""
+        """Run one page, as ``original`` (nbclient's ``execute``, which starts
+        the kernelspec's kernel) would."""
         return original(notebook, cwd=cwd, **kwargs)
 
     def close(self) -> None:
         """Stop what ``start`` started (called by the build, never by a reader)."""
+
+
+class PlainKernels(PageExecution):
+    """Each page starts a Jupyter kernel of its own (``page_kernel.py``), which
+    imports torch itself: the slowest way, and the one that works everywhere."""
+
+    name = "plain-kernels"
+
+    def kernel_argv(self) -> list[str]:
+        return plain_kernel_argv()
 
 
 class ForkedKernels(PageExecution):
@@ -98,6 +111,7 @@ class ForkedKernels(PageExecution):
     server for the kernel and stands in for it."""
 
     name = "forked-kernels"
+    forks = True
 
     def __init__(
         self, environment: dict[str, str], reason: str | None = None, keep: Keep | None = None
@@ -139,7 +153,8 @@ class ForkedPages(ForkedKernels):
     runs the cells itself with ipykernel's shell (``page_runner.py``) and streams
     the messages back; nbclient turns them into the notebook through
     ``page_client.py``'s stand-in kernel manager, with no kernel protocol in
-    between. If the server cannot be reached, the page runs in a forked kernel."""
+    between. If no server listens, the page runs through the kernelspec's
+    launcher, which (finding none either) starts a plain kernel."""
 
     name = "forked-pages"
 
@@ -158,5 +173,5 @@ class ForkedPages(ForkedKernels):
 
 
 WAYS: dict[str, type[PageExecution]] = {
-    way.name: way for way in (ForkedPages, ForkedKernels, PageExecution)
+    way.name: way for way in (ForkedPages, ForkedKernels, PlainKernels)
 }

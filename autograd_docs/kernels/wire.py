@@ -24,8 +24,8 @@ A page's child sends its messages to the build as JSON lines too
 (``page_message``): each tagged with the cell whose request it answers, and a
 last ``done`` line.
 
-Both ends carry ``VERSION``: a request the server cannot read, or of another
-version, is refused with a reason, and the client raises ``WireError`` with it
+Every request carries ``VERSION``: a request the server cannot read, or of
+another version, is refused with a reason, and the client raises ``WireError`` with it
 instead of falling back to a slower way, so a disagreement fails the build
 where it happens.
 """
@@ -191,20 +191,43 @@ def receive_request(conn: socket.socket) -> tuple[dict, list[int]]:
     return request, fds
 
 
+def _strings(value) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+# What each field of a request that forks a child must be.
+_FIELDS = {
+    "argv": _strings,
+    "cwd": lambda value: isinstance(value, str),
+    "env": lambda value: isinstance(value, dict) and _strings([*value, *value.values()]),
+    "cells": lambda value: (
+        isinstance(value, list)
+        and all(
+            isinstance(cell, dict)
+            and isinstance(cell.get("source"), str)
+            and isinstance(cell.get("stop_on_error"), bool)
+            for cell in value
+        )
+    ),
+}
+
+
 def _check_request(request, fds: list[int]) -> None:
     if not isinstance(request, dict) or request.get("version") != VERSION:
         version = request.get("version") if isinstance(request, dict) else None
         raise WireError(f"request of wire version {version!r}; this server speaks {VERSION}")
     kind = request.get("kind")
-    if kind not in DESCRIPTORS:
+    if not isinstance(kind, str) or kind not in DESCRIPTORS:
         raise WireError(f"unknown request kind {kind!r} (known: {', '.join(DESCRIPTORS)})")
     if len(fds) != DESCRIPTORS[kind]:
         raise WireError(f"a {kind} request passes {DESCRIPTORS[kind]} descriptors, got {len(fds)}")
     if kind not in CHILDREN:
         return
-    missing = {"argv", "cwd", "env", *(["cells"] if kind == PAGE else [])} - request.keys()
-    if missing:
-        raise WireError(f"a {kind} request without {', '.join(sorted(missing))}")
+    for name in ("argv", "cwd", "env", *(["cells"] if kind == PAGE else [])):
+        if name not in request:
+            raise WireError(f"a {kind} request without {name}")
+        if not _FIELDS[name](request[name]):
+            raise WireError(f"a {kind} request whose {name} is not what wire.py says")
 
 
 def _recv_exactly(conn: socket.socket, size: int) -> bytes:
@@ -287,9 +310,15 @@ def page_message(cell: int, channel: str, msg: dict, default=None) -> bytes:
 def read_page_message(line: bytes) -> tuple[int, str, dict]:
     """``(cell, channel, msg)`` from one of ``page_message``'s lines."""
     record = _parse(line, "page message")
-    if record.get("channel") not in CHANNELS or not isinstance(record.get("cell"), int):
+    msg = record.get("msg")
+    if (
+        record.get("channel") not in CHANNELS
+        or not isinstance(record.get("cell"), int)
+        or not isinstance(msg, dict)
+        or (record["channel"] != "done" and not isinstance(msg.get("parent_header"), dict))
+    ):
         raise WireError(f"a page's child sent a message of no known shape: {line[:200]!r}")
-    return record["cell"], record["channel"], record["msg"]
+    return record["cell"], record["channel"], msg
 
 
 def _line(obj: dict) -> bytes:
