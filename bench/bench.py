@@ -45,6 +45,7 @@ import urllib.request
 from pathlib import Path
 
 from autograd_docs.build_log import EXECUTED, FAILED, FROM_CACHE, PageLine
+from autograd_docs.code_cells import code_cells
 from autograd_docs.scratch_copy import copy_repo
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,13 +106,15 @@ def clean(repo: Path, *folders: str) -> None:
         shutil.rmtree(repo / folder, ignore_errors=True)
 
 
+def insert_line(text: str, line: int, new: str) -> str:
+    """``text`` with ``new`` inserted as its line ``line`` (counting from 1)."""
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[:line - 1] + [new + "\n"] + lines[line - 1:])
+
+
 def add_to_first_cell(text: str, line: str) -> str:
     """The page's text with ``line`` added at the top of its first code cell's code."""
-    cell = text.index("```{code-cell}")
-    body = text.index("\n", cell) + 1
-    while text.startswith(":", body):  # past the cell's options
-        body = text.index("\n", body) + 1
-    return text[:body] + line + "\n" + text[body:]
+    return insert_line(text, code_cells(text)[0].body_line, line)
 
 
 def edit_code_cell(page: Path, mark: str) -> None:
@@ -123,19 +126,9 @@ def add_print_to_first_visible_cell(text: str, marker: str) -> str:
     """The page's text with ``print(marker, n)`` at the top of its first code cell
     not tagged remove-cell: what that cell prints changes. The printed text
     (``marker n``) is not in the highlighted source, which keeps the quotes."""
-    start = 0
-    while True:
-        cell = text.index("```{code-cell}", start)
-        body = text.index("\n", cell) + 1
-        options = ""
-        while text.startswith(":", body):
-            end = text.index("\n", body) + 1
-            options += text[body:end]
-            body = end
-        if "remove-cell" not in options:
-            name, n = marker.rsplit(" ", 1)
-            return text[:body] + f"print({name!r}, {n})\n" + text[body:]
-        start = body
+    cell = next(cell for cell in code_cells(text) if "remove-cell" not in cell.tags)
+    name, n = marker.rsplit(" ", 1)
+    return insert_line(text, cell.body_line, f"print({name!r}, {n})")
 
 
 # -- make livehtml -----------------------------------------------------------------------
@@ -249,17 +242,14 @@ def snippet_to_edit(repo: Path) -> tuple[Path, int]:
 
 def page_scripts(repo: Path, out: Path) -> list[tuple[Path, Path]]:
     """Convert each executed page to a script (code cells in order); return (script, folder)."""
-    from myst_nb.core.read import read_myst_markdown_notebook
-
     scripts = []
     for page in executed_pages(repo):
-        notebook = read_myst_markdown_notebook(page.read_text(), path=page)
         # IPython line magics (%xmode: how a traceback prints) are not Python and
         # change nothing a plain script computes: drop them.
         cells = [("\n".join(line for line in cell.source.splitlines()
                             if not line.lstrip().startswith("%")),
-                  "raises-exception" in cell.metadata.get("tags", []))
-                 for cell in notebook.cells if cell.cell_type == "code"]
+                  "raises-exception" in cell.tags)
+                 for cell in code_cells(page.read_text(), path=page)]
         script = out / (str(page.relative_to(repo / "docs")).replace("/", "__") + ".py")
         # As IPython runs a cell: source findable by linecache under a name of its
         # own (pages inspect tracebacks), and an expected error left in

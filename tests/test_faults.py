@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from autograd_docs.code_cells import code_cells
 from autograd_docs.diagnostics import AuthorError
 
 from site_copy import (
@@ -50,10 +51,10 @@ def line_of(needle: str, file: str = PAGE) -> Callable[[Path], str]:
 def fence_of(needle: str, file: str = PAGE) -> Callable[[Path], str]:
     """A location: ``file:N:``, N the opening fence of the cell holding ``needle``."""
     def at(folder: Path) -> str:
-        lines = (folder / file).read_text(encoding="utf8").splitlines()
-        inside = next(i for i, line in enumerate(lines) if needle in line)
-        fence = next(i for i in range(inside, -1, -1) if lines[i].startswith("```"))
-        return f"{file}:{fence + 1}:"
+        text = (folder / file).read_text(encoding="utf8")
+        inside = next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+        fence = max(cell.fence_line for cell in code_cells(text) if cell.fence_line < inside)
+        return f"{file}:{fence}:"
     return at
 
 

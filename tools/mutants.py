@@ -45,8 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from IPython.core.inputtransformer2 import TransformerManager
-from myst_nb.core.read import read_myst_markdown_notebook
 
+from autograd_docs.code_cells import CodeCell, code_cells
 from autograd_docs.execution.claims import read_claims_file
 
 from site_outputs import (
@@ -62,7 +62,6 @@ from site_outputs import (
 )
 
 HIDDEN = {"remove-cell", "remove-input", MEASURED}
-FENCE = re.compile(r"^(?P<ticks>`{3,}|~{3,})\{code-cell\}")
 
 # Functions swapped for a sibling with the same signature.
 SIBLINGS = dict(
@@ -113,14 +112,6 @@ PROSE_SWAPS = [
 NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")  # not the 64 of float64
 
 
-@dataclass
-class CodeCell:
-    body_line: int  # the page line (1-based) of the cell's first code line
-    body_start: int  # offset of that line in the page's text
-    source: str
-    tags: list[str]
-
-
 @dataclass(frozen=True)
 class Edit:
     kind: str  # number, arithmetic, comparison, function, flag
@@ -146,38 +137,12 @@ class Mutant:
 
 # -- the cells of a page ---------------------------------------------------------------
 
-def code_cells(text: str) -> list[CodeCell]:
-    """Every ``{code-cell}`` of a MyST page with where its code starts.
-
-    Checked against myst-nb's own reader: the same sources, in the same order.
-    """
-    lines = text.splitlines(keepends=True)
-    offsets = [0]
-    for line in lines:
-        offsets.append(offsets[-1] + len(line))
-    cells, index = [], 0
-    while index < len(lines):
-        fence = FENCE.match(lines[index])
-        index += 1
-        if not fence:
-            continue
-        if index < len(lines) and lines[index].strip() == "---":  # YAML options
-            index = next(i for i in range(index + 1, len(lines))
-                         if lines[i].strip() == "---") + 1
-        while index < len(lines) and lines[index].startswith(":"):  # :key: options
-            index += 1
-        start = index
-        while index < len(lines) and lines[index].rstrip() != fence["ticks"]:
-            index += 1
-        cells.append(CodeCell(start + 1, offsets[start],
-                              "".join(lines[start:index]).rstrip("\n"), []))
-    notebook = read_myst_markdown_notebook(text)
-    read = [cell for cell in notebook.cells if cell.cell_type == "code"]
-    if [c.source for c in read] != [c.source for c in cells]:
-        raise ValueError("the page's code cells were not read as myst-nb reads them")
-    for cell, theirs in zip(cells, read):
-        cell.tags = list(theirs.metadata.get("tags", []))
-    return cells
+def line_starts(text: str) -> list[int]:
+    """The offset in ``text`` of each of its lines (the first is line 1)."""
+    starts = [0]
+    for line in text.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    return starts
 
 
 def python_of(source: str) -> str:
@@ -195,8 +160,9 @@ def compiles(source: str) -> bool:
 
 # -- the edits -------------------------------------------------------------------------
 
-def candidate_edits(cell: CodeCell) -> list[Edit]:
-    """Every edit of the kinds above that could be made to one cell."""
+def candidate_edits(cell: CodeCell, body_start: int) -> list[Edit]:
+    """Every edit of the kinds above that could be made to one cell, whose code
+    starts at offset ``body_start`` of the page's text."""
     source = cell.source
     try:
         python = python_of(source)
@@ -216,10 +182,10 @@ def candidate_edits(cell: CodeCell) -> list[Edit]:
 
     def offset(lineno: int, col: int) -> int:  # AST columns count UTF-8 bytes
         line = lines[lineno - 1].encode()
-        return cell.body_start + starts[lineno - 1] + len(line[:col].decode())
+        return body_start + starts[lineno - 1] + len(line[:col].decode())
 
     def text(a: int, b: int) -> str:
-        return source[a - cell.body_start:b - cell.body_start]
+        return source[a - body_start:b - body_start]
 
     parents = {child: node for node in ast.walk(tree)
                for child in ast.iter_child_nodes(node)}
@@ -311,10 +277,11 @@ def draw_mutants(page: str, text: str, seed: int, count: int) -> tuple[list[Muta
     whose cell reads the same, is skipped and another drawn.
     """
     rng = random.Random(f"{seed}:{page}")
+    starts = line_starts(text)
     cells = [cell for cell in code_cells(text) if not HIDDEN & set(cell.tags)]
     by_kind: dict[str, list[tuple[CodeCell, Edit]]] = {}
     for cell in cells:
-        for edit in candidate_edits(cell):
+        for edit in candidate_edits(cell, starts[cell.body_line - 1]):
             by_kind.setdefault(edit.kind, []).append((cell, edit))
     mutants, skipped = [], 0
     while len(mutants) < count and by_kind:
@@ -323,7 +290,8 @@ def draw_mutants(page: str, text: str, seed: int, count: int) -> tuple[list[Muta
         if not by_kind[kind]:
             del by_kind[kind]
         mutated = apply(text, edit)
-        start, end = edit.start - cell.body_start, edit.end - cell.body_start
+        start = edit.start - starts[cell.body_line - 1]
+        end = edit.end - starts[cell.body_line - 1]
         new_source = cell.source[:start] + edit.replacement + cell.source[end:]
         if new_source == cell.source or not compiles(new_source):
             skipped += 1
