@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from autograd_docs.code_cells import code_cells
+from autograd_docs.devkit.builds import write
 from autograd_docs.diagnostics import AuthorError
 
 from site_copy import (
@@ -29,7 +30,6 @@ from site_copy import (
     outputs_that_differ,
     replace,
     with_front_matter,
-    write,
 )
 
 pytestmark = pytest.mark.build
@@ -160,7 +160,7 @@ def fails_with(result, location: str | None, *phrases: str) -> str:
             assert phrase in result.log, f"{phrase!r} not in the log:\n{result.log}"
         assert result.problems, f"no list of problems at the end:\n{result.log}"
         return result.log
-    matching = [w for w in result.warnings if location in w]
+    matching = [w for w in result.warning_lines if location in w]
     assert len(matching) == 1, (
         f"expected one warning at {location}, got {matching}:\n{result.log}")
     for phrase in phrases:
@@ -191,6 +191,7 @@ def test_the_build_reports(error, warm_copy):
         seconds = time.monotonic() - start
         said = fails_with(result, location, *fault.says)
         assert f"[autograd_docs.{error.subtype}]" in said, "the warning names its member"
+        assert error in [w.error for w in result.warnings], "tools read the member back"
         assert str(warm_copy) not in result.log, "the log names absolute paths"
     if error is AuthorError.CELL_TIMEOUT:
         assert seconds < 60, "the timeout did not stop the cell"
