@@ -74,20 +74,9 @@ def make(
     On a timeout the build's whole process group is killed and
     ``subprocess.TimeoutExpired`` raised.
     """
-    command = [
-        "make",
-        "--no-print-directory",
-        "-o",
-        f"{venv}/.installed",
-        "-o",
-        "node_modules/.installed",
-        target,
-        f"VENV={venv}",
-        *variables,
-    ]
     start = time.perf_counter()
     process = subprocess.Popen(
-        command,
+        make_command(target, venv, *variables),
         cwd=folder,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -102,6 +91,22 @@ def make(
         process.wait()
         raise
     return Build(process.returncode, log, time.perf_counter() - start)
+
+
+def make_command(target: str, venv: Path | str, *variables: str) -> list[str]:
+    """The Makefile's ``target`` with the venv at ``venv``, never reinstalling it
+    or the Node packages (``-o``: take them as made)."""
+    return [
+        "make",
+        "--no-print-directory",
+        "-o",
+        f"{venv}/.installed",
+        "-o",
+        "node_modules/.installed",
+        target,
+        f"VENV={venv}",
+        *variables,
+    ]
 
 
 def make_env() -> dict[str, str]:

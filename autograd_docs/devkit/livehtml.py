@@ -19,7 +19,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from autograd_docs.devkit.builds import make_env
+from autograd_docs.devkit.builds import make_command, make_env
 
 BIND_FAILED = "address already in use"  # uvicorn's words when the port is taken
 
@@ -68,16 +68,7 @@ def start(
         url = f"http://127.0.0.1:{port}/{page_url}"
         with open(log, "w") as out:
             server = subprocess.Popen(
-                [
-                    "make",
-                    "--no-print-directory",
-                    "-o",
-                    f"{venv}/.installed",
-                    "-o",
-                    "node_modules/.installed",
-                    "livehtml",
-                    f"VENV={venv}",
-                ],
+                make_command("livehtml", venv),
                 cwd=folder,
                 stdout=out,
                 stderr=subprocess.STDOUT,
