@@ -18,9 +18,10 @@ absolute path) and messages say paths relative to where the build runs, and
 myst-nb's per-page lines, the configuration dumps of myst and myst-nb and
 Sphinx's "Writing evaluated template result to" are dropped (``_compat``).
 
-``PageLine.parse`` and ``problems`` read a log back: tests and tools (``make
-bench``, ``make mutants``, ``make upgrade-check``) use them, never a regex of
-their own.
+``PageLine.parse``, ``LogWarning.parse`` and ``problems`` read a log back:
+tests and tools (``make bench``, ``make mutants``, ``make upgrade-check``) use
+them, never a regex of their own. A warning's ``AuthorError`` is read from the
+type Sphinx prints after it (``[autograd_docs.claim_failed]``), never from its words.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from sphinx.application import Sphinx
 from sphinx.util import logging as sphinx_logging
 
 from autograd_docs import _compat
-from autograd_docs.diagnostics import shown_path
+from autograd_docs.diagnostics import WARNING_TYPE, AuthorError, shown_path
 
 EXECUTED, FROM_CACHE, FAILED = "executed", "from cache", "failed"
 STATES = (EXECUTED, FROM_CACHE, FAILED)
@@ -45,6 +46,12 @@ _PAGE_LINE = re.compile(
     rf"^\[\s*(?P<done>\d+)/(?P<total>\d+)\] (?P<state>{'|'.join(STATES)})"
     r"\s+(?P<seconds>\d+\.\d+) s  (?P<path>\S.*)$"
 )
+# An entry of the list of problems, perhaps located at a page ("docs/x.md:12: ...").
+_LOCATED = re.compile(
+    r"^(?:\S*/)?(?P<page>docs/[^:\s]+\.md)(?::(?P<line>\d+))?: (?P<rest>.*)", re.S
+)
+# What Sphinx prints after a warning of ours (its ``show_warning_types``).
+_WARNING_SUBTYPE = re.compile(rf" \[{WARNING_TYPE}\.(?P<subtype>\w+)\]\Z")
 _PROBLEMS_HEADING = re.compile(r"^(?P<count>\d+) problems?:$")
 PROBLEM_INDENT = "  "
 
@@ -81,6 +88,35 @@ class PageLine:
                         match["state"],
                     )
                 )
+        return found
+
+
+@dataclass(frozen=True)
+class LogWarning:
+    """One warning or error of a build, from the list of problems at its end."""
+
+    page: str | None  # docs/...md, or None when the warning names no page
+    line: int | None
+    message: str  # its first line, as printed (a one-line warning's type included)
+    error: AuthorError | None  # the mistake, when the build's own checks found it
+
+    def __str__(self) -> str:
+        where = f"{self.page}:{self.line}" if self.line else (self.page or "(no page)")
+        return f"{where}: {self.message}"
+
+    @classmethod
+    def parse(cls, log: str) -> list[LogWarning]:
+        """Every warning and error in ``log``, once each, in the order shown."""
+        found = []
+        for entry in problems(log):
+            page, line, message = None, None, entry
+            located = _LOCATED.match(entry)
+            if located:
+                page, message = located["page"], located["rest"]
+                line = int(located["line"]) if located["line"] else None
+            subtype = _WARNING_SUBTYPE.search(message)  # after the last of its lines
+            error = AuthorError.from_subtype(subtype["subtype"]) if subtype else None
+            found.append(cls(page, line, message.split("\n", 1)[0], error))
         return found
 
 

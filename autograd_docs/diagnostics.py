@@ -106,6 +106,11 @@ class AuthorError(Enum):
     def subtype(self) -> str:
         return self.name.lower()
 
+    @classmethod
+    def from_subtype(cls, subtype: str) -> AuthorError | None:
+        """The member whose warnings have ``subtype``, or None (not one of ours)."""
+        return cls.__members__.get(subtype.upper())
+
     def text(self, **fields) -> str:
         """The one line an author reads: what is wrong, then what to do."""
         return f"{self.says.format(**fields)}: {self.fix.format(**fields)}"

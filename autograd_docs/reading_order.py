@@ -19,7 +19,8 @@ and it reorders the list in place so that
 What a page costs is an estimate (``page_costs``): myst-nb's last measured
 execution time of the page when the saved environment has one (the best guess
 of the next: pages differ tenfold, 0.1 to 1.2 s), else a fixed cost per executed
-page plus a little per line of code. A clean build has nothing measured; fitted
+page plus a little per line of code (the cells as myst-nb reads them,
+``code_cells``; read only for a page with nothing measured). A clean build has nothing measured; fitted
 on this site's clean build (31 pages, run by the page runner from a server that
 preloads what pages import), a page costs about 0.24 s plus 0.0006 s per line
 (lines predict a page's time weakly, r = 0.19, and better than its count of
@@ -36,13 +37,13 @@ same overlap with the server's imports.
 from __future__ import annotations
 
 import heapq
-import re
 from collections.abc import Mapping, Sequence
 
 from sphinx.application import Sphinx
 from sphinx.util.parallel import make_chunks, parallel_available
 
 from autograd_docs import _compat
+from autograd_docs.code_cells import code_cells
 
 # Seconds, from the clean build's own log on a 2-core machine (bench/README.md):
 READ_SECONDS = 0.1  # reading a page that does not execute
@@ -50,24 +51,20 @@ EXECUTE_SECONDS = 0.24  # an executed page's fixed part: fork, shell, figures
 LINE_SECONDS = 0.0006  # and per line of code
 SERVER_READY_SECONDS = 2.5  # the fork server's imports: no page executes before
 
-CODE_CELL = re.compile(r"^(`{3,}|:{3,})\{code-cell\}")
-
 
 def code_lines(text: str) -> tuple[int, int]:
-    """A MyST page's ``{code-cell}`` blocks and their lines of code (not blank,
-    not a ``:tags:`` option)."""
-    cells = lines = 0
-    fence = None
-    for line in text.splitlines():
-        if fence is None:
-            match = CODE_CELL.match(line)
-            if match:
-                fence, cells = match.group(1), cells + 1
-        elif line.strip() == fence:
-            fence = None
-        elif line.strip() and not line.startswith(":"):
-            lines += 1
-    return cells, lines
+    """A MyST page's code cells (as myst-nb reads them) and their lines, not
+    blank: code and a YAML block of options, not ``:key:`` options (the count
+    the per-line cost was fitted on)."""
+    cells = code_cells(text)
+    lines = text.splitlines()
+    counted = [
+        line
+        for cell in cells
+        for line in lines[cell.fence_line : cell.body_line - 1] + cell.source.split("\n")
+        if line.strip() and not line.startswith(":")
+    ]
+    return len(cells), len(counted)
 
 
 def estimate(cells: int, lines: int, measured: float | None, executes: bool) -> float:
@@ -213,10 +210,11 @@ def page_costs(app: Sphinx, env, docnames: Sequence[str]) -> tuple[dict[str, flo
     costs, executed = {}, set()
     for docname in docnames:
         executes = _compat.executes_page(app, docname)
-        cells, lines = (
-            code_lines(env.doc2path(docname).read_text(encoding="utf8")) if executes else (0, 0)
-        )
         measured = _compat.execution_seconds(env, docname)
+        if executes and measured is None:  # a clean build, a new page: estimate
+            cells, lines = code_lines(env.doc2path(docname).read_text(encoding="utf8"))
+        else:  # what was measured is the estimate: no need to read the cells (10 ms)
+            cells, lines = int(executes), 0
         costs[docname] = estimate(cells, lines, measured, executes)
         if executes:
             executed.add(docname)

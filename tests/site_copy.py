@@ -13,14 +13,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
-from autograd_docs.build_log import PageLine, split_problems
+from autograd_docs.devkit.builds import Build, make, write
+from autograd_docs.devkit.executed import executed_cells, merged_streams
 from autograd_docs.diagnostics import AuthorError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,29 +44,6 @@ def with_front_matter(text: str, extra: str) -> str:
     """A page's text with ``extra`` (YAML lines) added at the end of its front matter."""
     head, rest = text.split("\n---\n", 1)
     return f"{head}\n{extra.rstrip()}\n---\n{rest}"
-
-
-@dataclass
-class Build:
-    returncode: int
-    log: str  # stdout and stderr together, as an author sees them
-
-    @property
-    def warnings(self) -> list[str]:
-        """The warning and error lines, as printed where each arose."""
-        rest, _ = split_problems(self.log)
-        return [line for line in rest.splitlines() if "WARNING" in line
-                or "ERROR" in line]
-
-    @property
-    def problems(self) -> list[str]:
-        """The list of problems that ends a failed build's log (``path:line: message``)."""
-        return split_problems(self.log)[1]
-
-    @property
-    def pages(self) -> list[PageLine]:
-        """The log's line per executed page, in order."""
-        return PageLine.parse(self.log)
 
 
 def make_copy(folder: Path, pages: dict[str, str] | None = None) -> Path:
@@ -106,15 +81,6 @@ def make_copy(folder: Path, pages: dict[str, str] | None = None) -> Path:
     return folder
 
 
-def write(path: Path, text: str) -> None:
-    """Write a file so a build after this one sees it as changed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    before = path.stat().st_mtime_ns if path.exists() else 0
-    path.write_text(text, encoding="utf8")
-    if path.stat().st_mtime_ns <= before:  # same tick on a coarse clock
-        os.utime(path, ns=(before + 1_000_000, before + 1_000_000))
-
-
 def replace(old: str, new: str, file: str = PAGE) -> Callable[[Path], None]:
     """An edit: replace ``old`` (which must be there) by ``new`` in the copy's ``file``."""
     def edit(folder: Path) -> None:
@@ -135,57 +101,18 @@ def build(folder: Path, builder: str = "html", *extra: str, jobs: int | str = 1,
     ``builddir`` builds somewhere other than ``folder``'s own ``_build``; ``env``
     adds environment variables.
     """
-    process = subprocess.Popen(
-        ["make", "--no-print-directory", builder, f"VENV={VENV}", f"JOBS={jobs}",
-         f"O={' '.join(extra)}", *([f"BUILDDIR={builddir}"] if builddir else [])],
-        cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "NO_COLOR": "1", **(env or {})}, start_new_session=True,
-    )
-    try:
-        log, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)  # make and the build under it
-        raise
-    return Build(process.returncode, log)
+    return make(folder, builder, f"JOBS={jobs}", f"O={' '.join(extra)}",
+                *([f"BUILDDIR={builddir}"] if builddir else []), venv=VENV, env=env,
+                timeout=timeout)
 
 
 def executed_outputs(notebooks: Path) -> dict[tuple[str, int], str]:
-    """(page, line of the cell) -> the outputs stored for that cell.
+    """(page, line of the cell) -> the outputs stored for that cell, streams joined.
 
-    ``notebooks`` is a build's ``_build/jupyter_execute`` (or a folder laid out
-    like it), or a copy of the site holding one.
+    Takes what ``autograd_docs.devkit.executed.executed_cells`` takes.
     """
-    if (notebooks / "_build" / "jupyter_execute").is_dir():
-        notebooks = notebooks / "_build" / "jupyter_execute"
-    outputs = {}
-    for notebook in sorted(notebooks.rglob("*.ipynb")):
-        data = json.loads(notebook.read_text(encoding="utf8"))
-        source_map = data["metadata"].get("source_map", [])
-        name = notebook.relative_to(notebooks)
-        for index, cell in enumerate(data["cells"]):
-            # A cell tagged "measured" shows timings of the build machine on
-            # purpose (the reverse-mode page's plot); it differs run to run.
-            measured = "measured" in cell.get("metadata", {}).get("tags", [])
-            if cell["cell_type"] == "code" and not measured:
-                line = source_map[index] if index < len(source_map) else index
-                outputs[(f"docs/{name.with_suffix('.md')}", line)] = json.dumps(
-                    merged_streams(cell.get("outputs", [])), sort_keys=True
-                )
-    return outputs
-
-
-def merged_streams(outputs: list[dict]) -> list[dict]:
-    """Outputs with each stream's pieces joined, as the page shows them."""
-    merged, streams = [], {}
-    for output in outputs:
-        if output.get("output_type") != "stream":
-            merged.append(output)
-        elif output["name"] in streams:
-            streams[output["name"]]["text"] += "".join(output["text"])
-        else:
-            streams[output["name"]] = {**output, "text": "".join(output["text"])}
-            merged.append(streams[output["name"]])
-    return merged
+    return {key: json.dumps(merged_streams(cell.outputs), sort_keys=True)
+            for key, cell in executed_cells(notebooks).items()}
 
 
 def outputs_that_differ(first: Path, second: Path) -> list[str]:

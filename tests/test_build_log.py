@@ -22,8 +22,9 @@ from autograd_docs.build_log import (
     format_page_line,
     split_problems,
 )
+from autograd_docs.devkit.builds import write
 
-from site_copy import ROOT, SMALL_SITE, VENV, build, make_copy, small_page, write
+from site_copy import ROOT, SMALL_SITE, VENV, build, make_copy, small_page
 
 # An absolute path: a slash at the start of a word (not "../x", "a/b", "https://").
 ABSOLUTE = re.compile(r"(?:^|[\s'\"=(\[])/[^\s/]+/")
@@ -137,7 +138,7 @@ def test_a_failed_build_lists_its_problems_at_the_end(tmp_path):
     located = re.compile(r"^docs/[\w/-]+\.md(?::\d+)?: ")
     # As shown where each arose (perhaps after a progress message), less "WARNING:".
     shown = [re.sub(r"^.*?(docs/\S+) (?:WARNING|ERROR): ", r"\1 ", line, count=1)
-             for line in result.warnings]
+             for line in result.warning_lines]
     assert len(shown) == 3, result.log
     assert sorted(result.problems) == sorted(shown), result.log  # each once, same words
     assert all(located.match(problem) for problem in result.problems), result.problems

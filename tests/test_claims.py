@@ -21,7 +21,8 @@ from site_copy import PYTHON, ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
 import claims as claims_tool  # noqa: E402
-import mutants  # noqa: E402
+
+import mutant_edits  # noqa: E402
 
 PAGE = """\
 ---
@@ -129,7 +130,7 @@ def real_claims() -> dict[str, list[dict]]:
 def _prose(page: Path) -> str:
     """The page's text with its code and other fenced blocks blanked out."""
     text = page.read_text(encoding="utf8")
-    for start, end in reversed(mutants.fenced_blocks(text)):
+    for start, end in reversed(mutant_edits.fenced_blocks(text)):
         text = text[:start] + " " * (end - start) + text[end:]
     return text
 
@@ -142,7 +143,7 @@ def test_every_quote_stands_once_in_its_page_so_any_edit_inside_it_fails_the_bui
     for docname, claims in real_claims.items():
         prose = _prose(ROOT / "docs" / f"{docname}.md")
         twice += [f"docs/{docname}.md: {c['quote']!r}" for c in claims
-                  if len(mutants.quote_spans(prose, c["quote"])) > 1]
+                  if len(mutant_edits.quote_spans(prose, c["quote"])) > 1]
     assert not twice, "quotes that stand twice: quote more of the sentence\n" + "\n".join(twice)
 
 
@@ -153,14 +154,14 @@ def test_every_digit_of_a_checked_sentence_is_inside_a_quote(real_claims):
     for docname, claims in real_claims.items():
         page = ROOT / "docs" / f"{docname}.md"
         prose = _prose(page)
-        quoted = [span for c in claims for span in mutants.quote_spans(prose, c["quote"])]
+        quoted = [span for c in claims for span in mutant_edits.quote_spans(prose, c["quote"])]
         quotes = [" ".join(c["quote"].split()) for c in claims]
         for sentence in claims_tool.sentences(page):
             if not claims_tool.checked(sentence, quotes):
                 continue
-            for start, end in mutants.quote_spans(prose, sentence.text):
+            for start, end in mutant_edits.quote_spans(prose, sentence.text):
                 text = claims_tool.without_markup(prose[start:end])
-                for digit in mutants.NUMBER.finditer(text):
+                for digit in mutant_edits.NUMBER.finditer(text):
                     if not any(a <= start + digit.start() < b for a, b in quoted):
                         loose.append(f"{page.relative_to(ROOT)}:{sentence.line}: "
                                      f"{digit.group()!r} in {sentence.text[:80]!r}")

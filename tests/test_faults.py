@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from autograd_docs.code_cells import code_cells
+from autograd_docs.devkit.builds import write
 from autograd_docs.diagnostics import AuthorError
 
 from site_copy import (
@@ -28,7 +30,6 @@ from site_copy import (
     outputs_that_differ,
     replace,
     with_front_matter,
-    write,
 )
 
 pytestmark = pytest.mark.build
@@ -50,10 +51,10 @@ def line_of(needle: str, file: str = PAGE) -> Callable[[Path], str]:
 def fence_of(needle: str, file: str = PAGE) -> Callable[[Path], str]:
     """A location: ``file:N:``, N the opening fence of the cell holding ``needle``."""
     def at(folder: Path) -> str:
-        lines = (folder / file).read_text(encoding="utf8").splitlines()
-        inside = next(i for i, line in enumerate(lines) if needle in line)
-        fence = next(i for i in range(inside, -1, -1) if lines[i].startswith("```"))
-        return f"{file}:{fence + 1}:"
+        text = (folder / file).read_text(encoding="utf8")
+        inside = next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+        fence = max(cell.fence_line for cell in code_cells(text) if cell.fence_line < inside)
+        return f"{file}:{fence}:"
     return at
 
 
@@ -159,7 +160,7 @@ def fails_with(result, location: str | None, *phrases: str) -> str:
             assert phrase in result.log, f"{phrase!r} not in the log:\n{result.log}"
         assert result.problems, f"no list of problems at the end:\n{result.log}"
         return result.log
-    matching = [w for w in result.warnings if location in w]
+    matching = [w for w in result.warning_lines if location in w]
     assert len(matching) == 1, (
         f"expected one warning at {location}, got {matching}:\n{result.log}")
     for phrase in phrases:
@@ -190,6 +191,7 @@ def test_the_build_reports(error, warm_copy):
         seconds = time.monotonic() - start
         said = fails_with(result, location, *fault.says)
         assert f"[autograd_docs.{error.subtype}]" in said, "the warning names its member"
+        assert error in [w.error for w in result.warnings], "tools read the member back"
         assert str(warm_copy) not in result.log, "the log names absolute paths"
     if error is AuthorError.CELL_TIMEOUT:
         assert seconds < 60, "the timeout did not stop the cell"

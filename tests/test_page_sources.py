@@ -9,6 +9,8 @@ import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 from myst_nb.core.read import read_myst_markdown_notebook
 
+from autograd_docs.code_cells import code_cells
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted((ROOT / "docs").rglob("*.md"))
 
@@ -33,9 +35,9 @@ def test_no_cell_assigns_the_last_output(page):
     """IPython stops updating ``_`` once a cell assigns it, and hidden checks read ``_``:
     a ``for _ in`` or ``_, b = ...`` at a page's top level would let them pass on a
     stale value."""
-    notebook = read_myst_markdown_notebook(page.read_text(encoding="utf8"))
-    offenders = [cell.source.splitlines()[0] for cell in notebook.cells
-                 if cell.cell_type == "code" and "_" in top_level_names_bound(cell.source)]
+    offenders = [cell.source.splitlines()[0]
+                 for cell in code_cells(page.read_text(encoding="utf8"))
+                 if "_" in top_level_names_bound(cell.source)]
     assert not offenders, f"{page.relative_to(ROOT)}: a cell binds `_`: {offenders}"
 
 

@@ -32,6 +32,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from autograd_docs.devkit.builds import make_env, write
+from autograd_docs.devkit.executed import executed_pages
+from autograd_docs.diagnostics import AuthorError
+
 import site_outputs
 from site_outputs import ROOT, Cell
 
@@ -45,7 +49,7 @@ def pin_torch(requirements: Path, version: str) -> str:
     old = TORCH_PIN.search(text)
     if not old:
         sys.exit(f"{requirements} has no 'torch==' line to replace")
-    site_outputs.write(requirements, TORCH_PIN.sub(f"torch=={version}", text, count=1))
+    write(requirements, TORCH_PIN.sub(f"torch=={version}", text, count=1))
     return old["version"]
 
 
@@ -56,7 +60,7 @@ def make_side_venv(repo: Path, venv: Path) -> tuple[float, str]:
     result = subprocess.run(
         ["make", "--no-print-directory", f"VENV={venv}", f"PYTHON_FOR_VENV={base_python}",
          f"{venv}/.installed"],
-        cwd=repo, capture_output=True, text=True, env=site_outputs.make_env())
+        cwd=repo, capture_output=True, text=True, env=make_env())
     if result.returncode:
         sys.exit(f"could not make the side venv {venv}:\n{result.stdout}{result.stderr}")
     torch = subprocess.run([venv / "bin" / "python", "-c",
@@ -105,7 +109,7 @@ def main() -> int:
         upgraded = site_outputs.build(repo, venv)
         after = site_outputs.executed_cells(repo)
         test_code, test_summary = error_messages_test(repo, venv)
-        n_pages = len(site_outputs.executed_pages(repo))
+        n_pages = len(executed_pages(repo))
     finally:
         if args.keep:
             print(f"kept {scratch}")
@@ -123,7 +127,7 @@ def main() -> int:
                          upgraded.log[-2000:]]
     else:
         failures_text = [str(w) for w in failures]
-    claims = [w for w in failures if "claim no longer holds" in w.message]
+    claims = [w for w in failures if w.error is AuthorError.CLAIM_FAILED]
     say(f"\n== Claims and cells that failed ({len(claims)} claims, "
         f"{len(failures) - len(claims)} other) ==")
     for text in failures_text or ["none"]:

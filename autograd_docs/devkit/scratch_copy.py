@@ -10,7 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LINKED = (".venv", "node_modules")  # installed once, shared by the copy
 
 
