@@ -43,7 +43,7 @@ from autograd_docs.devkit import livehtml
 from autograd_docs.devkit.builds import make
 from autograd_docs.devkit.executed import executed_pages
 from autograd_docs.devkit.scratch_copy import copy_repo
-from autograd_docs.kernels import PROTOCOL_SWITCH
+from autograd_docs.kernels import PROTOCOL_SWITCH, warm_server
 
 from floors import floor_proc_total, floor_warm_total, page_scripts
 from report import CORES, report
@@ -85,6 +85,10 @@ def build(repo: Path, *, fork: bool = True, render_only: bool = False,
 
 
 def clean(repo: Path, *folders: str) -> None:
+    """Remove build folders; for the whole _build, as `make clean` does, stop the
+    site's warm fork server too: a clean build starts from nothing."""
+    if not folders:
+        warm_server.stop(repo)
     for folder in folders or ("_build",):
         shutil.rmtree(repo / folder, ignore_errors=True)
 
@@ -289,6 +293,9 @@ def main() -> None:
         report(runs, len(pages), edited_page.relative_to(repo / "docs"), snippet.name,
                snippet_users, scaling, scaling_plain, EXECUTION_SECONDS)
     finally:
+        for site in scratch.iterdir():  # no warm server outlives the bench
+            if (site / "conf.py").exists():
+                warm_server.stop(site)
         if args.keep:
             print(f"kept {scratch}")
         else:
