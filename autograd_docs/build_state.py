@@ -1,6 +1,6 @@
 """What the engine reads once per build and every page then uses, in one typed place.
 
-Each value is read when the builder starts (or, for ``executes``, when first
+Each value is read when the builder starts (or, for ``notebooks``, when first
 asked), by the part named beside it, and is kept on the Sphinx application (its one attribute ``ATTRIBUTE``), not on the
 environment: the environment is saved with the build, while these are read
 afresh by every build. Sphinx forks its parallel readers and writers, so they
@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from nbformat import NotebookNode
     from sphinx.application import Sphinx
 
     from autograd_docs.html.repository import Repository
@@ -26,8 +27,8 @@ class BuildState:
     repository: Repository | None = None
     # html/page_origin.py: docname -> the date (YYYY-MM-DD) its source last changed.
     dates: dict[str, str] = field(default_factory=dict)
-    # _compat.executes_page: (path, its mtime) -> whether myst-nb executes the page.
-    executes: dict[tuple[str, int], bool] = field(default_factory=dict)
+    # _compat.page_notebook: (path, its mtime) -> the notebook myst-nb reads it as.
+    notebooks: dict[tuple[str, int], NotebookNode | None] = field(default_factory=dict)
 
 
 def of(app: Sphinx) -> BuildState:

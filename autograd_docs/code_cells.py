@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from myst_nb.core.read import read_myst_markdown_notebook
+from nbformat import NotebookNode
 
 
 @dataclass(frozen=True)
@@ -32,10 +33,15 @@ class CodeCell:
         return tuple(self.options.get("tags", []))
 
 
-def code_cells(text: str, path: Path | str | None = None) -> list[CodeCell]:
+def code_cells(
+    text: str, path: Path | str | None = None, notebook: NotebookNode | None = None
+) -> list[CodeCell]:
     """Every code cell of the MyST page ``text``, in order (``path``: the page's
-    file, for a cell that loads its code with ``:load:``)."""
-    notebook = read_myst_markdown_notebook(text, add_source_map=True, path=path)
+    file, for a cell that loads its code with ``:load:``). ``notebook``: what
+    myst-nb already read ``text`` as, with its source map (the build's
+    ``_compat.page_notebook``), so as not to read it again."""
+    if notebook is None:
+        notebook = read_myst_markdown_notebook(text, add_source_map=True, path=path)
     lines = text.splitlines()
     cells = []
     for cell, fence_line in zip(notebook.cells, notebook.metadata["source_map"]):

@@ -38,12 +38,16 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from sphinx.application import Sphinx
 from sphinx.util.parallel import make_chunks, parallel_available
 
 from autograd_docs import _compat
 from autograd_docs.code_cells import code_cells
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 # Seconds, from the clean build's own log on a 2-core machine (bench/README.md):
 READ_SECONDS = 0.1  # reading a page that does not execute
@@ -52,11 +56,11 @@ LINE_SECONDS = 0.0006  # and per line of code
 SERVER_READY_SECONDS = 2.5  # the fork server's imports: no page executes before
 
 
-def code_lines(text: str) -> tuple[int, int]:
-    """A MyST page's code cells (as myst-nb reads them) and their lines, not
-    blank: code and a YAML block of options, not ``:key:`` options (the count
-    the per-line cost was fitted on)."""
-    cells = code_cells(text)
+def code_lines(text: str, notebook: NotebookNode | None = None) -> tuple[int, int]:
+    """A MyST page's code cells (as myst-nb reads them; ``notebook``: already
+    read) and their lines, not blank: code and a YAML block of options, not
+    ``:key:`` options (the count the per-line cost was fitted on)."""
+    cells = code_cells(text, notebook=notebook)
     lines = text.splitlines()
     counted = [
         line
@@ -212,7 +216,8 @@ def page_costs(app: Sphinx, env, docnames: Sequence[str]) -> tuple[dict[str, flo
         executes = _compat.executes_page(app, docname)
         measured = _compat.execution_seconds(env, docname)
         if executes and measured is None:  # a clean build, a new page: estimate
-            cells, lines = code_lines(env.doc2path(docname).read_text(encoding="utf8"))
+            text = env.doc2path(docname).read_text(encoding="utf8")
+            cells, lines = code_lines(text, _compat.page_notebook(app, docname))
         else:  # what was measured is the estimate: no need to read the cells (10 ms)
             cells, lines = int(executes), 0
         costs[docname] = estimate(cells, lines, measured, executes)

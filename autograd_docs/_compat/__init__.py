@@ -28,6 +28,7 @@ from autograd_docs._compat.myst import (
     is_myst_config_dump,
     is_mystnb_noise,
     myst_config,
+    page_notebook,
     word_exec_table_status,
     wrap_create_client,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "is_sphinx_noise",
     "log_handlers",
     "myst_config",
+    "page_notebook",
     "quiet_nbclient_timeout_line",
     "replace_std_missing_reference_handler",
     "save_environment_with_config",

@@ -132,29 +132,11 @@ def executes_page(app: Sphinx, docname: str) -> bool:
     (``mystnb:``) over the configuration; ``create_client`` then executes unless
     the mode is "off", the path is excluded, or the mode is "auto" and no code
     cell lacks outputs (myst-nb 1.4.0, ``sphinx_.py`` and ``core/execute/``)."""
+    notebook = page_notebook(app, docname)
+    if notebook is None:
+        return False
     path = Path(app.env.doc2path(docname))
-    if not path.is_file():
-        return False
-    # Asked by the build log and the reading order, for the same pages, before
-    # parallel readers fork: answered once per version of the file.
-    answers = build_state.of(app).executes
-    key = (str(path), path.stat().st_mtime_ns)
-    if key not in answers:
-        answers[key] = _executes_page(app, path)
-    return answers[key]
-
-
-def _executes_page(app: Sphinx, path: Path) -> bool:
-    from myst_nb.core.read import create_nb_reader
-
-    text = path.read_text(encoding="utf8")
-    # Set on the environment by myst-nb's and myst-parser's builder-inited handlers.
     config = app.env.mystnb_config  # type: ignore[attr-defined]
-    parser_config = app.env.myst_config  # type: ignore[attr-defined]
-    reader = create_nb_reader(str(path), parser_config, config, text)
-    if reader is None:
-        return False
-    notebook = reader.read(text)
     overrides = notebook.metadata.get(config.metadata_key, {})
     mode = overrides.get("execution_mode", config.execution_mode)
     patterns = overrides.get("execution_excludepatterns", config.execution_excludepatterns)
@@ -164,6 +146,28 @@ def _executes_page(app: Sphinx, path: Path) -> bool:
     if mode == "auto":
         return any(not cell.get("outputs") for cell in code)
     return mode in ("cache", "force", "inline")
+
+
+def page_notebook(app: Sphinx, docname: str):
+    """The notebook myst-nb reads ``docname`` as (``create_nb_reader``, with its
+    ``source_map``), or None if it reads the page as plain Markdown. Asked by the
+    build log, the kernels and the reading order, for the same pages, before
+    parallel readers fork: read once per version of the file."""
+    from myst_nb.core.read import create_nb_reader
+
+    path = Path(app.env.doc2path(docname))
+    if not path.is_file():
+        return None
+    read = build_state.of(app).notebooks
+    key = (str(path), path.stat().st_mtime_ns)
+    if key not in read:
+        text = path.read_text(encoding="utf8")
+        # Set on the environment by myst-nb's and myst-parser's builder-inited handlers.
+        config = app.env.mystnb_config  # type: ignore[attr-defined]
+        parser_config = app.env.myst_config  # type: ignore[attr-defined]
+        reader = create_nb_reader(str(path), parser_config, config, text)
+        read[key] = None if reader is None else reader.read(text)
+    return read[key]
 
 
 def execution_seconds(env, docname: str) -> float | None:
