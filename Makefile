@@ -48,11 +48,15 @@ doctest: $(INSTALLED) ## Run the {doctest} blocks on every page
 pytest: $(INSTALLED) $(NODE_MODULES) ## Run the snippets and tests/ (tests/browser: the built site in Chromium)
 	$(PYTHON) -m pytest -n 2 --dist loadgroup
 
-# livehtml drops -W: a mistake is reported and the server keeps serving.
+# livehtml drops -W: a mistake is reported and the server keeps serving. The fork
+# server stays warm for the whole preview (an hour between saves at most) and is
+# stopped with it (autograd_docs/kernels/warm_server.py).
 livehtml: $(INSTALLED) $(NODE_MODULES) ## Serve the site and rebuild on every edit in docs/ or snippets/
-	$(PYTHON) -m sphinx_autobuild -c . $(filter-out -W,$(STRICT)) -d $(BUILDDIR)/doctrees \
-	  --watch snippets --watch conf.py --ignore '*/.jupyter_cache/*' \
-	  --port $${PORT:-8000} docs $(BUILDDIR)/html
+	AUTOGRAD_DOCS_SERVER_IDLE=$${AUTOGRAD_DOCS_SERVER_IDLE:-3600} bash -c 'trap exit INT TERM HUP; \
+	  trap "$(PYTHON) -m autograd_docs.kernels stop ." EXIT; \
+	  $(PYTHON) -m sphinx_autobuild -c . $(filter-out -W,$(STRICT)) -d $(BUILDDIR)/doctrees \
+	  --watch snippets --watch conf.py --ignore "*/.jupyter_cache/*" \
+	  --port $${PORT:-8000} docs $(BUILDDIR)/html'
 
 linkcheck: $(INSTALLED) ## Check internal links (external ones too with ONLINE=1)
 	$(SPHINXBUILD) -b linkcheck -d $(BUILDDIR)/doctrees-linkcheck \
@@ -78,7 +82,7 @@ api-inventory: $(INSTALLED) ## Rewrite inventories/torch.inv: where the API name
 	$(PYTHON) -m autograd_docs.api_inventory
 
 clean: ## Remove the built site and the execution cache, stop the warm fork server (keeps .venv, node_modules)
-	-@test ! -x $(PYTHON) || $(PYTHON) -m autograd_docs.kernels.warm_server stop .
+	-@test ! -x $(PYTHON) || $(PYTHON) -m autograd_docs.kernels stop .
 	rm -rf $(BUILDDIR)
 
 # The venv is (re)made whenever requirements.txt changes.

@@ -5,7 +5,8 @@ another process takes the port before the server binds it, the server is
 started again on another). The
 test saves a broken cell into a page, checks that the server keeps serving and
 that its log names the error, saves the fix, and checks the page shows the new
-output. It stops the server's whole process group, whatever happens.
+output, forked from a fork server that stays warm while the preview lives and
+stops with it. It stops the server's whole process group, whatever happens.
 """
 
 import os
@@ -18,6 +19,7 @@ import pytest
 from autograd_docs.build_log import problems
 from autograd_docs.devkit import livehtml
 from autograd_docs.devkit.builds import write
+from autograd_docs.kernels import IDLE_SWITCH, warm_server
 
 pytestmark = pytest.mark.build
 
@@ -50,7 +52,10 @@ def start_livehtml(folder: Path, log: Path, deadline: float):
         pytest.fail(str(error))
 
 
-def test_livehtml_survives_a_broken_cell_and_shows_the_fix(warm_copy):
+def test_livehtml_survives_a_broken_cell_and_shows_the_fix(warm_copy, monkeypatch):
+    # As an author runs it: the fork server stays warm while the preview lives.
+    monkeypatch.delenv(IDLE_SWITCH, raising=False)
+    warm = warm_server.folder_of(warm_copy)
     log = warm_copy / "livehtml.log"
     page = warm_copy / "docs" / "test-page.md"
     source = page.read_text(encoding="utf8")
@@ -74,7 +79,9 @@ def test_livehtml_survives_a_broken_cell_and_shows_the_fix(warm_copy):
         write(page, source.replace("print(z.grad)\n", FIXED))
         wait_for(lambda: "the fix is live" in livehtml.fetch(url)[1], "the fixed output",
                  deadline, log, server)
+        assert (warm / "server.sock").exists(), "the pages were forked from a warm server"
     finally:
         livehtml.stop(server)
     with pytest.raises(ProcessLookupError):
         os.killpg(server.pid, 0)  # nothing of the server is left
+    assert not warm.exists(), "the warm fork server stopped with the preview"

@@ -24,8 +24,8 @@ How a build knows the server is the right one, and that nobody else uses it:
   never exits between a build's question and that build's first page.
 
 The server exits after ``idle`` seconds with no request and no child, removing
-its folder; ``make clean`` (``python -m autograd_docs.kernels.warm_server stop``)
-stops it at once.
+its folder; ``make clean`` and the end of ``make livehtml`` (``python -m
+autograd_docs.kernels stop``) stop it at once.
 """
 
 from __future__ import annotations
@@ -183,14 +183,10 @@ def _stop(folder: Path, pid: int) -> None:
 
 
 def main() -> None:
-    """``python -m autograd_docs.kernels.warm_server stop [SITE]`` (make clean)."""
+    """``python -m autograd_docs.kernels stop [SITE]`` (``__main__.py``)."""
     if sys.argv[1:2] != ["stop"]:
-        sys.exit("usage: python -m autograd_docs.kernels.warm_server stop [SITE]")
+        sys.exit("usage: python -m autograd_docs.kernels stop [SITE]")
     site = Path(sys.argv[2] if len(sys.argv) > 2 else ".")
     pid = stop(site)
     if pid is not None:
         print(f"stopped the warm fork server (pid {pid})")
-
-
-if __name__ == "__main__":
-    main()
