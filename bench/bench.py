@@ -38,13 +38,13 @@ from pathlib import Path
 from statistics import median
 
 from autograd_docs.build_log import EXECUTED, FAILED
-from autograd_docs.code_cells import code_cells
 from autograd_docs.devkit import livehtml
 from autograd_docs.devkit.builds import make
 from autograd_docs.devkit.executed import executed_pages
 from autograd_docs.devkit.scratch_copy import copy_repo
 from autograd_docs.kernels import PROTOCOL_SWITCH, warm_server
 
+from edits import add_print_to_first_visible_cell, add_to_first_cell, edit_code_cell
 from floors import floor_proc_total, floor_warm_total, page_scripts
 from report import CORES, report
 
@@ -91,31 +91,6 @@ def clean(repo: Path, *folders: str) -> None:
         warm_server.stop(repo)
     for folder in folders or ("_build",):
         shutil.rmtree(repo / folder, ignore_errors=True)
-
-
-def insert_line(text: str, line: int, new: str) -> str:
-    """``text`` with ``new`` inserted as its line ``line`` (counting from 1)."""
-    lines = text.splitlines(keepends=True)
-    return "".join(lines[:line - 1] + [new + "\n"] + lines[line - 1:])
-
-
-def add_to_first_cell(text: str, line: str) -> str:
-    """The page's text with ``line`` added at the top of its first code cell's code."""
-    return insert_line(text, code_cells(text)[0].body_line, line)
-
-
-def edit_code_cell(page: Path, mark: str) -> None:
-    """Add a comment to the page's first code cell: its code changes, its output not."""
-    page.write_text(add_to_first_cell(page.read_text(), f"# {mark}"))
-
-
-def add_print_to_first_visible_cell(text: str, marker: str) -> str:
-    """The page's text with ``print(marker, n)`` at the top of its first code cell
-    not tagged remove-cell: what that cell prints changes. The printed text
-    (``marker n``) is not in the highlighted source, which keeps the quotes."""
-    cell = next(cell for cell in code_cells(text) if "remove-cell" not in cell.tags)
-    name, n = marker.rsplit(" ", 1)
-    return insert_line(text, cell.body_line, f"print({name!r}, {n})")
 
 
 # -- make livehtml -----------------------------------------------------------------------

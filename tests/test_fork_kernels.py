@@ -30,7 +30,7 @@ from jupyter_client.manager import KernelManager
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
 from autograd_docs import kernels as fork_kernels
-from autograd_docs.kernels import fork_server, page_client, page_runner, warm_server, wire
+from autograd_docs.kernels import fork_server, page_client, page_runner, start_lock, warm_server
 from autograd_docs.kernels.environment import kernel_environment
 from autograd_docs.kernels.ways import launcher_argv
 
@@ -666,7 +666,7 @@ def test_the_next_build_forks_its_pages_from_the_warm_server(tmp_path):
     finally:
         warm_server.stop(tmp_path / "src")  # what make clean does
     assert wait_until_dead(server) and not folder.exists(), "stopped, it leaves nothing"
-    assert not Path(wire.start_lock(str(folder))).exists()
+    assert not Path(start_lock.path(str(folder))).exists()
 
 
 @pytest.mark.build
@@ -674,7 +674,7 @@ def test_a_warm_server_exits_once_idle_for_its_idle_time(tmp_path):
     _, pages = build_site(tmp_path, **{fork_kernels.IDLE_SWITCH: "2"})
     assert wait_until_dead(forked_by(pages), timeout=60)
     folder = warm_server.folder_of(tmp_path / "src")
-    assert not folder.exists() and not Path(wire.start_lock(str(folder))).exists()
+    assert not folder.exists() and not Path(start_lock.path(str(folder))).exists()
 
 
 @pytest.mark.build
@@ -704,7 +704,7 @@ def test_a_warm_folder_open_to_others_is_never_used(tmp_path):
         assert wait_until_dead(forked_by(pages)), "the build's own server ended with it"
     finally:
         folder.rmdir()
-        Path(wire.start_lock(str(folder))).unlink()
+        Path(start_lock.path(str(folder))).unlink()
 
 
 def test_a_message_read_late_is_filed_under_the_cell_whose_request_it_answers():

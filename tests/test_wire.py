@@ -13,7 +13,7 @@ import nbclient
 import nbformat
 import pytest
 
-from autograd_docs.kernels import fork_server, page_client, wire
+from autograd_docs.kernels import fork_server, page_client, page_messages, wire
 from autograd_docs.kernels.environment import kernel_environment
 from autograd_docs.kernels.ways import launcher_argv
 
@@ -93,7 +93,7 @@ def test_a_page_message_of_no_known_shape_fails_the_page_at_once():
     """Not a cell that times out a minute later: asyncio would log and drop the
     error if the reader raised it where it reads."""
     build_end, child_end = socket.socketpair()
-    reader = page_client._Reader(build_end)
+    reader = page_messages.PageMessages(build_end)
     child_end.sendall(b'{"cell": 0, "channel": "iopub", "msg": {"no": "header"}}\n'
                       + wire.page_message(0, "shell", {"parent_header": {}}))
 

@@ -14,9 +14,7 @@ that has finished its page.
 
 from __future__ import annotations
 
-import asyncio
 import os
-import queue
 import select
 import signal
 import socket
@@ -26,6 +24,7 @@ from nbclient.client import NotebookClient
 from nbformat import NotebookNode
 
 from autograd_docs.kernels import wire
+from autograd_docs.kernels.page_messages import Channel, PageMessages, request_id
 
 PAGE_RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "page_runner.py")
 
@@ -56,95 +55,6 @@ class ServerUnreachable(Exception):
     fall back.)"""
 
 
-class _Channel:
-    """One of the client's channels: messages of one kind, as they arrive."""
-
-    def __init__(self, reader: _Reader, name: str) -> None:
-        self._reader, self._name = reader, name
-
-    async def get_msg(self, timeout: float | None = None) -> dict:
-        return await self._reader.next(self._name, timeout)
-
-
-class _Reader:
-    """Reads the child's JSON lines off the socket into a queue per channel.
-
-    Asynchronous, as jupyter_client's channels are: nbclient waits on the shell
-    reply (with the cell's timeout) and on IOPub at the same time, in one event
-    loop. A message's parent id is replaced by the id the client gave the
-    request it belongs to (``cell-<k>``), as a kernel echoes the request's id.
-    """
-
-    _END = None  # queued on both channels when the child closes the socket
-
-    def __init__(self, results: socket.socket) -> None:
-        results.setblocking(False)
-        self._results = results
-        self._buffer = b""
-        self.finished = False  # the child sent everything (its "done" line)
-        self.ended = False  # the socket is closed: finished, or the child died
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self.queues: dict[str, asyncio.Queue] = {}
-        # A line that broke the wire: raised to nbclient by the next read, not
-        # left to asyncio, which would log it and let the cell time out.
-        self.broken: wire.WireError | None = None
-
-    async def next(self, channel: str, timeout: float | None) -> dict:
-        if self._loop is None:  # nbclient's event loop, on its first read
-            self._loop = asyncio.get_running_loop()
-            self.queues = {"shell": asyncio.Queue(), "iopub": asyncio.Queue()}
-            self._loop.add_reader(self._results.fileno(), self._read)
-        waiting = self.queues[channel]
-        try:
-            msg = await asyncio.wait_for(waiting.get(), timeout)
-        except TimeoutError:
-            raise queue.Empty from None  # nbclient then times the cell out
-        if msg is self._END:
-            waiting.put_nowait(self._END)
-            if self.broken is not None:
-                raise self.broken
-            raise queue.Empty  # nbclient then asks is_alive: it is not
-        return msg
-
-    def _read(self) -> None:
-        try:
-            data = self._results.recv(1 << 16)
-        except (BlockingIOError, InterruptedError):
-            return
-        if not data:
-            self._end()
-            return
-        *lines, self._buffer = (self._buffer + data).split(b"\n")
-        for line in lines:
-            try:
-                cell, channel, msg = wire.read_page_message(line)
-            except wire.WireError as error:
-                self.broken = error
-                self._end()
-                return
-            if channel == "done":
-                self.finished = True
-                continue
-            msg["parent_header"]["msg_id"] = _request_id(cell)
-            self.queues[channel].put_nowait(msg)
-
-    def _end(self) -> None:
-        """No more messages: the child closed its socket, or broke the wire."""
-        self.ended = True
-        self.stop()
-        for waiting in self.queues.values():
-            waiting.put_nowait(self._END)
-
-    def stop(self) -> None:
-        """Stop reading (before the socket is closed)."""
-        if self._loop is not None and not self._loop.is_closed():
-            self._loop.remove_reader(self._results.fileno())
-
-
-def _request_id(cell: int) -> str:
-    return "kernel-info" if cell == wire.KERNEL_INFO else f"cell-{cell}"
-
-
 class ForkedPageClient:
     """The kernel client nbclient talks to: requests are already under way."""
 
@@ -156,8 +66,8 @@ class ForkedPageClient:
         # nbclient asks for the client once start_kernel has returned: the child
         # is forked and its reader made.
         assert manager.reader is not None
-        self.shell_channel = _Channel(manager.reader, "shell")
-        self.iopub_channel = _Channel(manager.reader, "iopub")
+        self.shell_channel = Channel(manager.reader, "shell")
+        self.iopub_channel = Channel(manager.reader, "iopub")
 
     def start_channels(self) -> None:
         pass
@@ -169,7 +79,7 @@ class ForkedPageClient:
         pass  # the child sends the kernel-info reply first; nothing to wait for
 
     def kernel_info(self) -> str:
-        return _request_id(wire.KERNEL_INFO)
+        return request_id(wire.KERNEL_INFO)
 
     def execute(
         self, code: str, store_history: bool = True, stop_on_error: bool = True, **_ignored
@@ -186,7 +96,7 @@ class ForkedPageClient:
                 "nbclient's rules"
             )
         self._executed += 1
-        return _request_id(index)
+        return request_id(index)
 
     def is_alive(self) -> bool:
         return self._manager.is_alive()
@@ -204,7 +114,7 @@ class ForkedPageManager:
         self.exit_status: int | None = None
         self._server: socket.socket | None = None
         self._results: socket.socket | None = None
-        self.reader: _Reader | None = None
+        self.reader: PageMessages | None = None
 
     @property
     def has_kernel(self) -> bool:
@@ -246,7 +156,7 @@ class ForkedPageManager:
         if not first:  # it took the request and died: a bug to see, not to route round
             raise wire.WireError("the fork server closed the connection without forking")
         self.pid = wire.read_pid(first)
-        self.reader = _Reader(results)
+        self.reader = PageMessages(results)
 
     def client(self) -> ForkedPageClient:
         return ForkedPageClient(self)

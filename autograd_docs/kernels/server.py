@@ -46,10 +46,11 @@ import traceback
 # child does, what the server imports before forking.
 TYPE_CHECKING = False  # typing's, without importing typing (mypy reads it the same)
 if TYPE_CHECKING:
-    from autograd_docs.kernels import child, wire
+    from autograd_docs.kernels import child, start_lock, wire
     from autograd_docs.kernels.preload import preload
 else:
     import child
+    import start_lock
     import wire
     from preload import preload
 
@@ -64,7 +65,7 @@ class Server:
         self.fingerprint = fingerprint  # what the build that started it computed
         self.last_active = time.monotonic()
         self.folder = os.path.dirname(socket_path)
-        self.start_lock: int | None = None  # held while it exits for being idle
+        self.exit_lock: int | None = None  # the start lock, held while it exits for being idle
         self.server_pid = os.getpid()
         self.selector = selectors.DefaultSelector()
         self.listener = socket.socket(fileno=listener_fd)  # bound by the build
@@ -101,7 +102,7 @@ class Server:
         decision and the exit (a connection already waiting counts as activity)."""
         if self.kernels or self._until_idle():
             return False
-        lock = wire.hold_start_lock(self.folder, blocking=False)
+        lock = start_lock.hold(self.folder, blocking=False)
         if lock is None:
             return False  # held: a build is about to use this server
         waiting = self.selector.select(0)
@@ -110,7 +111,7 @@ class Server:
             for key, _ in waiting:
                 key.data(key.fileobj)
             return False
-        self.start_lock = lock  # shutdown removes it, once the folder is gone
+        self.exit_lock = lock  # shutdown removes it, once the folder is gone
         return True
 
     def _accept(self, listener) -> None:
@@ -256,8 +257,8 @@ class Server:
                     os.waitpid(pid, 0)
             # The build may be gone: tidy its folder (socket and lock) for it.
             shutil.rmtree(self.folder, ignore_errors=True)
-            if self.start_lock is not None:
-                wire.drop_start_lock(self.folder, self.start_lock)
+            if self.exit_lock is not None:
+                start_lock.drop(self.folder, self.exit_lock)
             sys.stdout.flush()
             sys.stderr.flush()
         finally:

@@ -42,7 +42,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from autograd_docs.execution import cache_key
-from autograd_docs.kernels import wire
+from autograd_docs.kernels import start_lock, wire
 from autograd_docs.kernels.fork_server import FOLDER_PREFIX, ForkServer, remove_stale_folders
 
 SOCKET = "server.sock"
@@ -113,18 +113,18 @@ def stop(site: Path) -> int | None:
 def _starting(folder: Path) -> Iterator[None]:
     """Hold the lock under which builds find, start and stop the server; remove
     it after if no server is left to guard."""
-    fd = wire.hold_start_lock(str(folder))
+    fd = start_lock.hold(str(folder))
     assert fd is not None  # blocking
     try:
         info = os.fstat(fd)
         if info.st_uid != os.getuid() or info.st_mode & 0o077:
-            raise NotOurs(f"{wire.start_lock(str(folder))} is another user's or open to others")
+            raise NotOurs(f"{start_lock.path(str(folder))} is another user's or open to others")
         yield
     finally:
         if os.path.lexists(folder):
             os.close(fd)
         else:
-            wire.drop_start_lock(str(folder), fd)
+            start_lock.drop(str(folder), fd)
 
 
 def _trusted(folder: Path) -> bool:

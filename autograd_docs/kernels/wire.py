@@ -9,7 +9,8 @@ The build starts the server with ``server_argv`` and reads its progress, one
 word per line, on a pipe (``IMPORTING``, then ``READY``). A server started with
 an idle time outlives the build that started it (a warm server): later builds
 find it by its folder, ask who it is (``HELLO``: its fingerprint and pid) and
-use it if the fingerprint is theirs, or ask it to ``STOP``. Only a process of
+use it if the fingerprint is theirs, or ask it to ``STOP``, under a lock
+beside its folder (``start_lock.py``). Only a process of
 the server's own user is answered (``peer_uid``).
 
 A client (the launcher, for a Jupyter kernel; ``page_client``, for a page)
@@ -32,7 +33,6 @@ where it happens.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import socket
@@ -103,39 +103,6 @@ def read_server_argv(argv: list[str]) -> ServerArgs:
         raise WireError(f"the server takes 7 arguments (server_argv), not {len(argv)}: {argv}")
     listener, parent, status, lock = map(int, argv[1:5])
     return ServerArgs(argv[0], listener, parent, status, lock, float(argv[5]), argv[6])
-
-
-def start_lock(folder: str) -> str:
-    """The file a warm server's builds and the server itself lock (``flock``) while
-    one of them starts, finds or stops it: beside its folder, which comes and goes."""
-    return folder.rstrip("/") + ".starting"
-
-
-def hold_start_lock(folder: str, blocking: bool = True) -> int | None:
-    """Lock ``start_lock(folder)``; its descriptor, or None if not ``blocking`` and
-    someone holds it. Whoever holds it may remove the file (``drop_start_lock``):
-    a lock taken on a file since removed is let go and taken again."""
-    path = start_lock(folder)
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-            if os.fstat(fd).st_ino == os.stat(path).st_ino:
-                return fd
-        except OSError:
-            if blocking:
-                raise
-            os.close(fd)
-            return None
-        os.close(fd)  # removed while we waited: take the new one
-
-
-def drop_start_lock(folder: str, fd: int) -> None:
-    """Remove the start lock of a server that is gone, then let go of it."""
-    try:
-        os.unlink(start_lock(folder))
-    finally:
-        os.close(fd)
 
 
 def peer_uid(conn: socket.socket) -> int:
