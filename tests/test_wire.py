@@ -2,7 +2,6 @@
 is what the other reads, and a disagreement fails loudly, never by quietly
 running the page a slower way."""
 
-import asyncio
 import os
 import socket
 import subprocess
@@ -12,6 +11,7 @@ from pathlib import Path
 import nbclient
 import nbformat
 import pytest
+from jupyter_core.utils import run_sync
 
 from autograd_docs.kernels import fork_server, page_client, page_messages, wire
 from autograd_docs.kernels.environment import kernel_environment
@@ -101,7 +101,7 @@ def test_a_page_message_of_no_known_shape_fails_the_page_at_once():
         return await reader.next("shell", 30)
 
     with pytest.raises(wire.WireError, match="no known shape"):
-        asyncio.run(first_reply())
+        run_sync(first_reply)()  # as nbclient runs its reads, whatever loop a test left
     child_end.close()
     build_end.close()
 
