@@ -20,7 +20,7 @@ edit snippet  after editing one snippet (and how many pages executed, against ho
               many import it)
 livehtml      under `make livehtml`: from saving a page whose output changes to the
               server serving the new output
-scaling       clean builds of a synthetic site of 10, 20, 40 copies of one page
+scaling       clean builds of a synthetic site of 10, 50, 200 copies of one page
 
 Times are wall-clock seconds on this machine, under whatever else it is doing.
 Targets are printed beside the ratios; nothing here asserts a time.
@@ -183,7 +183,7 @@ def synthetic_site(repo: Path, copies: int, model: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--scaling", default="10,20,40",
+    parser.add_argument("--scaling", default="10,50,200",
                         help="copies for the synthetic site ('' to skip)")
     parser.add_argument("--scaling-plain", default="10",
                         help="synthetic sizes also built with plain kernels ('' to skip)")
