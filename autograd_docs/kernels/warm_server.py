@@ -16,7 +16,8 @@ How a build knows the server is the right one, and that nobody else uses it:
   and the build checks the server's user the same way before asking.
 * **What.** The build asks the server for its fingerprint (``wire.HELLO``): the
   interpreter, every installed package's version, the engine's and the
-  snippets' source, and the environment the server started with. Another
+  snippets' source, and the environment the server started with (the
+  variables its imports read, ``READ_AT_IMPORT``). Another
   fingerprint (an upgrade, an edited snippet) and the build stops that server
   (``wire.STOP``) and starts one for itself.
 * **When.** Builds find, start and stop the server under a lock beside its
@@ -50,6 +51,23 @@ HELLO_TIMEOUT = 120  # seconds: a server still importing answers once it is read
 STOP_TIMEOUT = 15
 
 
+# Variables Python, torch, numpy and matplotlib read as they start or import
+# (PYTHONPATH, PYTORCH_*, OMP_NUM_THREADS, MPLBACKEND, ...): the server read them
+# once, so a build with others needs a server of its own.
+READ_AT_IMPORT = (
+    "PYTHON",
+    "TORCH",
+    "PYTORCH",
+    "OMP_",
+    "MKL_",
+    "OPENBLAS_",
+    "KMP_",
+    "CUDA",
+    "MPL",
+    "NUMPY",
+)
+
+
 class NotOurs(Exception):
     """The warm server's folder or socket cannot be trusted; say why."""
 
@@ -59,11 +77,13 @@ def fingerprint(environment: dict[str, str], snippets: Path | None) -> str:
     commit's time (SOURCE_DATE_EPOCH): each page reads it from the environment
     its request carries, so a commit need not restart the server."""
     started_with = {k: v for k, v in environment.items() if k != "SOURCE_DATE_EPOCH"}
+    # What the server's imports read from the build's environment as they run.
+    read_at_import = {k: v for k, v in os.environ.items() if k.startswith(READ_AT_IMPORT)}
     parts = [
         sys.executable,
         str(wire.VERSION),
         json.dumps(started_with, sort_keys=True),
-        os.environ.get("PYTHONPATH", ""),
+        json.dumps(read_at_import, sort_keys=True),
         cache_key.environment_fingerprint(),
         *(path.read_text(encoding="utf8") for path in cache_key.engine_files()),
     ]
