@@ -9,9 +9,8 @@ The build starts the server with ``server_argv`` and reads its progress, one
 word per line, on a pipe (``IMPORTING``, then ``READY``). A server started with
 an idle time outlives the build that started it (a warm server): later builds
 find it by its folder, ask who it is (``HELLO``: its fingerprint and pid) and
-use it if the fingerprint is theirs, or ask it to ``STOP``, under a lock
-beside its folder (``start_lock.py``). Only a process of
-the server's own user is answered (``peer_uid``).
+use it if the fingerprint is theirs, or ask it to ``STOP``, under a lock beside
+its folder (``start_lock.py``). Only the server's own user is answered (``peer_uid``).
 
 A client (the launcher, for a Jupyter kernel; ``page_client``, for a page)
 connects to the server's unix socket and sends one request (``send_request``):
@@ -25,10 +24,9 @@ A page's child sends its messages to the build as JSON lines too
 (``page_message``): each tagged with the cell whose request it answers, and a
 last ``done`` line.
 
-Every request carries ``VERSION``: a request the server cannot read, or of
-another version, is refused with a reason, and the client raises ``WireError`` with it
-instead of falling back to a slower way, so a disagreement fails the build
-where it happens.
+Every request carries ``VERSION``: a request the server cannot read, or of another
+version, is refused with a reason, and the client raises ``WireError`` with it instead
+of falling back to a slower way, so a disagreement fails the build where it happens.
 """
 
 from __future__ import annotations
