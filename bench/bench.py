@@ -41,7 +41,7 @@ from autograd_docs.build_log import EXECUTED, FAILED
 from autograd_docs.devkit import livehtml
 from autograd_docs.devkit.builds import make
 from autograd_docs.devkit.executed import executed_pages
-from autograd_docs.devkit.scratch_copy import copy_repo
+from autograd_docs.devkit.scratch_copy import copy_repo, finish
 from autograd_docs.kernels import PROTOCOL_SWITCH, warm_server
 
 from edits import add_print_to_first_visible_cell, add_to_first_cell, edit_code_cell
@@ -268,13 +268,7 @@ def main() -> None:
         report(runs, len(pages), edited_page.relative_to(repo / "docs"), snippet.name,
                snippet_users, scaling, scaling_plain, EXECUTION_SECONDS)
     finally:
-        for site in scratch.iterdir():  # no warm server outlives the bench
-            if (site / "conf.py").exists():
-                warm_server.stop(site)
-        if args.keep:
-            print(f"kept {scratch}")
-        else:
-            shutil.rmtree(scratch, ignore_errors=True)
+        finish(scratch, args.keep)
 
 
 if __name__ == "__main__":

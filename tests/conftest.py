@@ -19,7 +19,7 @@ from site_copy import build, make_copy
 WORKSPACE = "AUTOGRAD_DOCS_TEST_WORKSPACE"
 # Every build a test runs ends its fork server with it (as `make test` does), unless
 # the test asks for a warm one: dozens of copies must not leave servers idling.
-os.environ.setdefault("AUTOGRAD_DOCS_SERVER_IDLE", "0")
+os.environ["AUTOGRAD_DOCS_SERVER_IDLE"] = "0"
 _made_here: list[str] = []  # the workspace this process made, to remove at the end
 
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import shutil
 import sys
 import tempfile
 import time
@@ -45,6 +44,7 @@ from pathlib import Path
 from autograd_docs.code_cells import CodeCell, code_cells
 from autograd_docs.devkit.builds import write
 from autograd_docs.devkit.executed import MEASURED, executed_pages
+from autograd_docs.devkit.scratch_copy import finish
 from autograd_docs.execution.claims import read_claims_file
 
 from mutant_edits import Edit, apply, candidate_edits, compiles, line_starts, prose_edits
@@ -156,10 +156,7 @@ def main() -> int:
     try:
         return run(args, copy_repo(scratch / "site"), started)
     finally:
-        if args.keep:
-            print(f"kept {scratch}")
-        else:
-            shutil.rmtree(scratch, ignore_errors=True)
+        finish(scratch, args.keep)
 
 
 def run(args, repo: Path, started: float) -> int:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ from pathlib import Path
 
 from autograd_docs.devkit.builds import make_env, write
 from autograd_docs.devkit.executed import executed_pages
+from autograd_docs.devkit.scratch_copy import finish
 from autograd_docs.diagnostics import AuthorError
 
 import site_outputs
@@ -111,10 +111,7 @@ def main() -> int:
         test_code, test_summary = error_messages_test(repo, venv)
         n_pages = len(executed_pages(repo))
     finally:
-        if args.keep:
-            print(f"kept {scratch}")
-        else:
-            shutil.rmtree(scratch, ignore_errors=True)
+        finish(scratch, args.keep)
 
     say(f"\nupgrade check: torch {pinned} (pinned) -> {installed}, {n_pages} executed pages")
     say(f"baseline build {baseline.seconds:.0f} s ({baseline.executed} pages executed); "

@@ -44,3 +44,17 @@ def copy_repo(dest: Path, seed_cache_from: Path | None = None) -> Path:
     if cache and cache.is_dir():
         shutil.copytree(cache, dest / "_build" / ".jupyter_cache")
     return dest
+
+
+def finish(scratch: Path, keep: bool) -> None:
+    """Stop the warm fork server of every copy in ``scratch`` (none may outlive
+    the tool), then remove the folder unless asked to ``keep`` it."""
+    from autograd_docs.kernels import warm_server
+
+    for site in scratch.iterdir():
+        if (site / "conf.py").exists():
+            warm_server.stop(site)
+    if keep:
+        print(f"kept {scratch}")
+    else:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -94,12 +94,30 @@ def _activate(app: Sphinx, configured: str) -> PageExecution:
     global _active
     if _active is None:
         name, reason = chosen(configured)
-        idle = os.environ.get(IDLE_SWITCH) or config_value_at_setup(app.config, IDLE, IDLE_DEFAULT)
+        idle = _idle_seconds(app)
         snippets = config_value_at_setup(app.config, "autograd_docs_snippets_dir")
-        keep = Keep(Path(app.confdir), float(idle), Path(snippets) if snippets else None)
+        keep = Keep(Path(app.confdir), idle, Path(snippets) if snippets else None)
         _active = WAYS[name](kernel_environment(Path(app.confdir)), reason, keep)
         atexit.register(_close)
     return _active
+
+
+def _idle_seconds(app: Sphinx) -> float:
+    """How long the fork server waits for the next build: the environment's
+    override, else conf.py's (or ``-D``) value; a clear error if it is no number
+    of seconds from 0 to a day."""
+    raw = os.environ.get(IDLE_SWITCH) or config_value_at_setup(app.config, IDLE, IDLE_DEFAULT)
+    try:
+        idle = float(raw)
+    except (TypeError, ValueError):
+        idle = -1.0
+    if not 0 <= idle <= 86400:
+        where = IDLE_SWITCH if os.environ.get(IDLE_SWITCH) else f"conf.py: {IDLE}"
+        raise ConfigError(
+            f"{where} = {raw!r}: give the seconds the fork server waits "
+            "for the next build, from 0 (it ends with the build) to 86400"
+        )
+    return idle
 
 
 def _sources_changed(app: Sphinx) -> bool:

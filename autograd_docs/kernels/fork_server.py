@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograd_docs.kernels import wire
+from autograd_docs.kernels import start_lock, wire
 
 HERE = Path(__file__).parent
 FOLDER_PREFIX = "autograd-docs-kernels-"  # in the temp folder, one per build
@@ -75,7 +75,26 @@ def remove_stale_folders(temp: str | None = None) -> list[Path]:
         shutil.rmtree(folder, ignore_errors=True)  # still holding it, so no one else acts
         os.close(fd)
         removed.append(folder)
+    _remove_orphaned_start_locks(Path(temp or tempfile.gettempdir()))
     return removed
+
+
+def _remove_orphaned_start_locks(temp: Path) -> None:
+    """The start locks of warm servers that died unannounced: no folder beside
+    them, and nobody holding them."""
+    for lock in temp.glob(FOLDER_PREFIX + "*.starting"):
+        folder = str(lock)[: -len(".starting")]
+        try:
+            if os.path.lexists(folder) or lock.is_symlink() or lock.lstat().st_uid != os.getuid():
+                continue
+            fd = start_lock.hold(folder, blocking=False)
+            if fd is not None:
+                if os.path.lexists(folder):
+                    os.close(fd)
+                else:
+                    start_lock.drop(folder, fd)
+        except OSError:
+            continue  # removed meanwhile, or not ours to touch
 
 
 class ForkServer:

@@ -84,6 +84,7 @@ class Server:
         self.selector.register(self.wake_r, selectors.EVENT_READ, self._reap)
         if not self.idle:  # the build's: its stdin closes when the build ends
             self.selector.register(0, selectors.EVENT_READ, self._parent_input)
+        self.last_active = time.monotonic()  # idle from now, not from before the imports
         while True:
             events = self.selector.select(self._until_idle())
             for key, _ in events:
@@ -94,25 +95,29 @@ class Server:
     def _until_idle(self) -> float | None:
         if not self.idle or self.kernels:
             return None  # a child's exit wakes the loop (SIGCHLD) and restarts the clock
+        if self.exit_lock is not None:
+            return 0.0  # exiting: it only waited for the backlog's pages to end
         return max(0.0, self.last_active + self.idle - time.monotonic())
 
     def _idle_for_good(self) -> bool:
-        """Idle for ``idle`` seconds, and no build is finding or starting this server:
-        under the lock they take for that, no build can connect between this
-        decision and the exit (a connection already waiting counts as activity)."""
-        if self.kernels or self._until_idle():
+        """Idle for ``idle`` seconds, and no build is finding or starting this
+        server (under the lock they take for that). Then its socket goes first:
+        a page that connects later finds no server and runs another way, and a
+        page already waiting in the backlog is still served before the exit."""
+        if not self.idle or self.kernels or self._until_idle():
             return False
-        lock = start_lock.hold(self.folder, blocking=False)
-        if lock is None:
-            return False  # held: a build is about to use this server
+        if self.exit_lock is None:
+            lock = start_lock.hold(self.folder, blocking=False)
+            if lock is None:  # a build is about to use this server: look again in 1 s
+                self.last_active = time.monotonic() - self.idle + 1
+                return False
+            self.exit_lock = lock  # shutdown removes it, once the folder is gone
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.socket_path)
         waiting = self.selector.select(0)
-        if waiting:
-            os.close(lock)
-            for key, _ in waiting:
-                key.data(key.fileobj)
-            return False
-        self.exit_lock = lock  # shutdown removes it, once the folder is gone
-        return True
+        for key, _ in waiting:
+            key.data(key.fileobj)
+        return not waiting
 
     def _accept(self, listener) -> None:
         conn, _ = listener.accept()

@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
 import stat
 import sys
@@ -44,6 +45,7 @@ from pathlib import Path
 
 from autograd_docs.execution import cache_key
 from autograd_docs.kernels import start_lock, wire
+from autograd_docs.kernels.environment import MATPLOTLIBRC
 from autograd_docs.kernels.fork_server import FOLDER_PREFIX, ForkServer, remove_stale_folders
 
 SOCKET = "server.sock"
@@ -86,6 +88,7 @@ def fingerprint(environment: dict[str, str], snippets: Path | None) -> str:
         json.dumps(read_at_import, sort_keys=True),
         cache_key.environment_fingerprint(),
         *(path.read_text(encoding="utf8") for path in cache_key.engine_files()),
+        MATPLOTLIBRC.read_text(encoding="utf8"),  # read as the server imports matplotlib
     ]
     if snippets is not None:
         parts += [path.read_text(encoding="utf8") for path in sorted(snippets.glob("*.py"))]
@@ -114,7 +117,11 @@ def socket_for(environment: dict[str, str], site: Path, idle: float, snippets: P
             os.mkdir(folder, 0o700)
         except FileExistsError:
             raise NotOurs(f"{folder} is in use, and its server does not answer") from None
-        server = ForkServer(environment, folder=str(folder), idle=idle, fingerprint=ours)
+        try:
+            server = ForkServer(environment, folder=str(folder), idle=idle, fingerprint=ours)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)  # not left to block the next build
+            raise
         server.release()
         return server.socket_path
 
