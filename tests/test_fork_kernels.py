@@ -21,6 +21,7 @@ import sys
 import tempfile
 import textwrap
 import time
+import types
 from pathlib import Path
 
 import nbclient
@@ -28,6 +29,7 @@ import nbformat
 import pytest
 from jupyter_client.manager import KernelManager
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+from sphinx.errors import ConfigError
 
 from autograd_docs import kernels as fork_kernels
 from autograd_docs.kernels import fork_server, page_client, page_runner, start_lock, warm_server
@@ -706,6 +708,14 @@ def test_a_warm_folder_open_to_others_is_never_used(tmp_path):
     finally:
         folder.rmdir()
         Path(start_lock.path(str(folder))).unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("idle", ["inf", "-1", "soon", "86401"])
+def test_an_idle_time_that_is_no_number_of_seconds_is_refused_clearly(monkeypatch, idle):
+    monkeypatch.setenv(fork_kernels.IDLE_SWITCH, idle)
+    app = types.SimpleNamespace(config=types.SimpleNamespace(_overrides={}, _raw_config={}))
+    with pytest.raises(ConfigError, match=f"{fork_kernels.IDLE_SWITCH} = '{idle}'.* from 0"):
+        fork_kernels._idle_seconds(app)
 
 
 def test_a_message_read_late_is_filed_under_the_cell_whose_request_it_answers():
