@@ -15,6 +15,7 @@ checks that every member is what its family says.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import tempfile
@@ -83,6 +84,24 @@ def _vector(generator_seed: int, *shape: int) -> torch.Tensor:
     return torch.randn(*shape, dtype=DTYPE, generator=torch.Generator().manual_seed(generator_seed))
 
 
+@contextlib.contextmanager
+def seeded(seed: int):
+    """Run the block with torch's CPU generator seeded (module initialisers draw
+    from it), and give torch's random state back afterwards. Not
+    ``torch.manual_seed``: on a machine without a GPU it queues a lazy CUDA, XPU
+    and MTIA seeding with a stack trace each, 1.7 ms a call."""
+    with torch.random.fork_rng(devices=[]):
+        torch.default_generator.manual_seed(seed)
+        yield
+
+
+@functools.cache
+def exactly(entries: st.SearchStrategy, size: int) -> st.SearchStrategy[list]:
+    """Lists of ``size`` members of ``entries``, built once per size: a strategy
+    made inside a draw is validated again on every draw (half of a draw's time)."""
+    return st.lists(entries, min_size=size, max_size=size)
+
+
 # -- Maps R^n -> R^n (one output per input) -----------------------------------------
 
 ELEMENTWISE = {
@@ -99,11 +118,14 @@ ELEMENTWISE = {
 }
 
 
+_ELEMENTWISE_NAMES = st.sampled_from(sorted(ELEMENTWISE))
+
+
 @named("elementwise maps")
 @st.composite
 def elementwise_maps(draw, n: st.SearchStrategy[int] = SIZES) -> Map:
     """y_i = g(x_i), or c_i * g(x_i): J is diagonal at every point."""
-    name = draw(st.sampled_from(sorted(ELEMENTWISE)))
+    name = draw(_ELEMENTWISE_NAMES)
     g, size = ELEMENTWISE[name], draw(n)
     if draw(st.booleans()):
         c = _vector(draw(SEEDS), size)
@@ -115,11 +137,18 @@ def elementwise_maps(draw, n: st.SearchStrategy[int] = SIZES) -> Map:
 @st.composite
 def permutations(draw, n: st.SearchStrategy[int] = SIZES) -> list[int]:
     """An order of range(n): the identity, a flip, a roll, or any other."""
-    size = draw(n)
-    return draw(st.sampled_from([
+    return draw(_orders(draw(n)))
+
+
+@functools.cache
+def _orders(size: int) -> st.SearchStrategy[list[int]]:
+    return st.sampled_from([
         list(range(size)), list(range(size))[::-1],
         [(i + 1) % size for i in range(size)],
-    ]) | st.permutations(list(range(size))))
+    ]) | st.permutations(list(range(size)))
+
+
+_PERMUTATION_KINDS = st.sampled_from(["plain", "scaled", "composed"])
 
 
 @named("permutation maps")
@@ -130,7 +159,7 @@ def permutation_maps(draw, n: st.SearchStrategy[int] = SIZES) -> Map:
     order = draw(permutations(n))
     size, index = len(order), torch.tensor(order)
     label = "flip(x)" if order == list(range(size))[::-1] and size > 1 else f"x[{order}]"
-    kind = draw(st.sampled_from(["plain", "scaled", "composed"]))
+    kind = draw(_PERMUTATION_KINDS)
     if kind == "scaled":
         c = torch.arange(1.0, size + 1, dtype=DTYPE)
         return Map(f"{label} * c, c = 1..{size}", lambda x: x[index] * c.to(x.dtype), size,
@@ -140,6 +169,9 @@ def permutation_maps(draw, n: st.SearchStrategy[int] = SIZES) -> Map:
     return Map(label, lambda x: x[index], size, "permutation")
 
 
+_STRUCTURES = st.sampled_from(["dense", "triangular", "diagonal", "sparse"])
+
+
 @named("linear maps")
 @st.composite
 def linear_maps(draw, n: st.SearchStrategy[int] = SIZES, m: st.SearchStrategy[int] | None = None
@@ -147,7 +179,7 @@ def linear_maps(draw, n: st.SearchStrategy[int] = SIZES, m: st.SearchStrategy[in
     """x -> A x with A drawn (square unless ``m`` draws the output size): J = A."""
     size = draw(n)
     rows = draw(m) if m is not None else size
-    structure = draw(st.sampled_from(["dense", "triangular", "diagonal", "sparse"]))
+    structure = draw(_STRUCTURES)
     A = _vector(draw(SEEDS), rows, size)
     if structure == "triangular":
         A = torch.tril(A)
@@ -173,11 +205,14 @@ MIXING = {
 }
 
 
+_MIXING_NAMES = st.sampled_from(sorted(MIXING))
+
+
 @named("maps that mix entries")
 @st.composite
 def mixing_maps(draw, n: st.SearchStrategy[int] = SIZES) -> Map:
     """Softmax, cumsum, normalisations and kin: y_i depends on several x_j."""
-    name = draw(st.sampled_from(sorted(MIXING)))
+    name = draw(_MIXING_NAMES)
     return Map(name, MIXING[name], draw(n), "mixing")
 
 
@@ -200,6 +235,10 @@ class Network(torch.nn.Sequential):
         return " · ".join(layer(module) for module in self)
 
 
+_WIDTHS, _OUTPUTS = st.integers(2, 8), st.integers(1, 3)
+_ACTIVATIONS = st.sampled_from([torch.nn.Tanh, torch.nn.ReLU, torch.nn.GELU])
+
+
 @named("small networks")
 @st.composite
 def small_networks(draw, batchnorm: bool | None = None, n: st.SearchStrategy[int] = SIZES
@@ -207,14 +246,13 @@ def small_networks(draw, batchnorm: bool | None = None, n: st.SearchStrategy[int
     """A two-layer MLP on n features, with BatchNorm1d between the layers when
     ``batchnorm`` is True, without when False, either when None. Its parameters
     require grad, as a module's do; it is in training mode."""
-    size, width = draw(n), draw(st.integers(2, 8))
+    size, width = draw(n), draw(_WIDTHS)
     with_norm = draw(st.booleans()) if batchnorm is None else batchnorm
-    activation = draw(st.sampled_from([torch.nn.Tanh, torch.nn.ReLU, torch.nn.GELU]))
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(draw(SEEDS))
+    activation = draw(_ACTIVATIONS)
+    with seeded(draw(SEEDS)):
         layers = [torch.nn.Linear(size, width)]
         layers += [torch.nn.BatchNorm1d(width)] if with_norm else []
-        layers += [activation(), torch.nn.Linear(width, draw(st.integers(1, 3)))]
+        layers += [activation(), torch.nn.Linear(width, draw(_OUTPUTS))]
         net = Network(*layers).double()
     net.in_features = size
     return net
@@ -232,6 +270,8 @@ def batches(draw, features: int | st.SearchStrategy[int] = SIZES,
 # -- Points and dtypes ---------------------------------------------------------------
 
 KINKS = (0.0, -0.0, 1.0, -1.0)  # where relu, abs, clamp, sign and sqrt change rule
+_ENTRY = st.floats(-10, 10, allow_nan=False, allow_infinity=False, width=64)
+_ENTRY_OR_KINK = st.sampled_from(KINKS) | _ENTRY
 
 
 @named("points with kinks and zeros")
@@ -241,10 +281,8 @@ def points(draw, n: int | st.SearchStrategy[int] = SIZES, kinks: bool = True,
     """A vector of n finite entries; with ``kinks``, entries drawn from 0, -0.0 and
     +-1 (where piecewise functions switch) as well as anywhere else."""
     size = n if isinstance(n, int) else draw(n)
-    entry = st.floats(-10, 10, allow_nan=False, allow_infinity=False, width=64)
-    if kinks:
-        entry = st.sampled_from(KINKS) | entry
-    return torch.tensor(draw(st.lists(entry, min_size=size, max_size=size)), dtype=dtype)
+    entry = _ENTRY_OR_KINK if kinks else _ENTRY
+    return torch.tensor(draw(exactly(entry, size)), dtype=dtype)
 
 
 REAL_DTYPES = (torch.float32, torch.float64)

@@ -19,7 +19,7 @@ Run this file to check every property over its family.
 from __future__ import annotations
 
 import torch
-from families import SEEDS, Map, elementwise_maps, linear_maps, named, points, vector_maps
+from families import SEEDS, Map, elementwise_maps, exactly, linear_maps, named, points, vector_maps
 from hypothesis import strategies as st
 from oracle import finite_difference_jacobian
 
@@ -192,19 +192,22 @@ def leaf_graphs(draw):
     return _graph(draw, st.booleans(), any)
 
 
+_GRAPH_MAPS, _LEAF_COUNTS = vector_maps(n=st.integers(2, 4)), st.integers(2, 4)
+_WEIGHTS = st.sampled_from([-2.0, -1.0, 0.5, 1.0, 3.0])
+
+
 def _graph(draw, use, feeds_y):
     """What both leaf-graph families draw: f, how each of two to four leaves is used
     (drawn from ``use``, kept when ``feeds_y`` of them), weights, the leaves' values,
     a seed and maybe ``inputs=``."""
-    f = draw(vector_maps(n=st.integers(2, 4)))
-    count = draw(st.integers(2, 4))
-    uses = draw(st.lists(use, min_size=count, max_size=count).filter(feeds_y))
-    weights = draw(st.lists(st.sampled_from([-2.0, -1.0, 0.5, 1.0, 3.0]),
-                            min_size=count, max_size=count))
+    f = draw(_GRAPH_MAPS)
+    count = draw(_LEAF_COUNTS)
+    uses = draw(exactly(use, count).filter(feeds_y))
+    weights = draw(exactly(_WEIGHTS, count))
     generator = torch.Generator().manual_seed(draw(SEEDS))
     leaves = [torch.randn(f.n, dtype=torch.float64, generator=generator) for _ in range(count)]
     seed = torch.randn(f.n, dtype=torch.float64, generator=generator)
-    named = draw(st.none() | st.lists(st.booleans(), min_size=count, max_size=count).filter(any))
+    named = draw(st.none() | exactly(st.booleans(), count).filter(any))
     return f, leaves, uses, weights, seed, named
 
 

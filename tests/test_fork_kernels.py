@@ -357,6 +357,31 @@ def test_cells_to_run_follows_nbclient(server, tmp_path):
     assert page.cells[-1].outputs[0].data["text/plain"] == "2"
 
 
+DRAW_MEMBERS = """
+import sys
+sys.path.insert(0, {snippets!r})
+from autograd_docs.kernels import preload
+if {warm}:
+    preload._first_property()
+import families, seed_properties
+print(repr([families.members(family, 25) for family in (
+    families.vector_maps(), families.small_networks(), families.points(),
+    families.batches(), seed_properties.leaf_graphs_with_cut_paths())]))
+"""
+
+
+def test_the_servers_first_property_changes_nothing_a_page_draws(tmp_path):
+    """preload runs one empty property in the server, to pay Hypothesis's first-run
+    cost once: the members a page's families then draw must be the ones they draw
+    without it."""
+    def members(warm: bool) -> str:
+        code = DRAW_MEMBERS.format(snippets=str(ROOT / "snippets"), warm=warm)
+        return subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True,
+                              capture_output=True, text=True).stdout
+    assert members(warm=True) == members(warm=False)
+    assert not (tmp_path / ".hypothesis").exists()
+
+
 def test_a_kernel_is_forked_from_the_server_with_torch_already_imported(
         server, kernel, tmp_path):
     assert kernel.value("__import__('os').getppid()") == server.process.pid
