@@ -41,7 +41,7 @@ DTYPE = torch.float64  # what a property compares in, unless it draws a dtype
 # timed (the explain phase and the health checks time what they run: a busy
 # machine would draw, or fail, differently).
 CLAIM_SETTINGS = settings(
-    max_examples=40, derandomize=True, database=None, deadline=None, print_blob=False,
+    max_examples=12, derandomize=True, database=None, deadline=None, print_blob=False,
     report_multiple_bugs=False, phases=(Phase.explicit, Phase.generate, Phase.shrink),
     suppress_health_check=list(HealthCheck))
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import torch
 import torch.autograd.forward_ad as fwAD
-from families import SEEDS, SIZES, batches, named, small_networks, vector_maps
+from families import SEEDS, SIZES, batches, named, seeded, small_networks, vector_maps
 from hypothesis import strategies as st
 
 
@@ -79,8 +79,7 @@ class BiasAdd(torch.nn.Module):
 
 
 def _linear(features: int, out: int, bias: bool, seed: int) -> torch.nn.Linear:
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with seeded(seed):
         layer = torch.nn.Linear(features, out, bias=bias, dtype=torch.float64)
     layer.in_features = features
     return layer

@@ -31,7 +31,7 @@ constant derivative.
 from __future__ import annotations
 
 import torch
-from families import SEEDS, SIZES, Map, linear_maps, named
+from families import SEEDS, SIZES, Map, linear_maps, named, seeded
 from hypothesis import strategies as st
 from oracle import check_close, finite_difference_jacobian
 
@@ -79,8 +79,7 @@ def first_derivative_cases(draw):
     kind = draw(st.sampled_from(["constant", "from a comparison", "from the input",
                                  "from a weight"]))
     if kind == "from a weight":
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(draw(SEEDS))
+        with seeded(draw(SEEDS)):
             layer = LinearLayer(draw(SIZES), draw(st.integers(1, 3)), dtype=torch.float64)
         return (kind, layer)
     if kind == "constant" and draw(st.booleans()):
