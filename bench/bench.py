@@ -18,6 +18,7 @@ no-change     `make html` again with nothing changed
 edit page     after editing a code cell of one page (and how many pages executed)
 edit snippet  after editing one snippet (and how many pages executed, against how
               many import it)
+property checks  seconds inside check_property, summed over a clean build's pages
 livehtml      under `make livehtml`: from saving a page whose output changes to the
               server serving the new output
 scaling       clean builds of a synthetic site of 10, 50, 200 copies of one page
@@ -44,7 +45,12 @@ from autograd_docs.devkit.executed import executed_pages
 from autograd_docs.devkit.scratch_copy import copy_repo, finish
 from autograd_docs.kernels import PROTOCOL_SWITCH, warm_server
 
-from edits import add_print_to_first_visible_cell, add_to_first_cell, edit_code_cell
+from edits import (
+    add_print_to_first_visible_cell,
+    add_to_first_cell,
+    edit_code_cell,
+    time_property_checks,
+)
 from floors import floor_proc_total, floor_warm_total, page_scripts
 from report import CORES, report
 
@@ -82,6 +88,20 @@ def build(repo: Path, *, fork: bool = True, render_only: bool = False,
         EXECUTION_SECONDS.setdefault(kind, []).extend(
             page.seconds for page in pages if page.state == EXECUTED)
     return result.seconds, result.executed
+
+
+def property_check_seconds(repo: Path, scratch: Path) -> float:
+    """The seconds spent inside check_property, summed over a clean build's pages
+    (a build of its own, so the clean build above runs untouched)."""
+    oracle, log = repo / "snippets" / "oracle.py", scratch / "property-checks.log"
+    log.unlink(missing_ok=True)
+    original = time_property_checks(oracle, log)
+    try:
+        clean(repo)
+        build(repo)
+    finally:
+        oracle.write_text(original)
+    return sum(map(float, log.read_text().split()))
 
 
 def clean(repo: Path, *folders: str) -> None:
@@ -227,6 +247,7 @@ def main() -> None:
             note("edit page", build(repo))
             snippet.write_text(snippet.read_text() + f"# bench edit {rep}\n")
             note("edit snippet", build(repo))
+            note("property checks", property_check_seconds(repo, scratch))
 
         if args.livehtml:
             print("make livehtml", flush=True)

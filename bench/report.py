@@ -40,6 +40,8 @@ def report(runs, n_pages, page, snippet, snippet_users, scaling, scaling_plain,
         ("edit one page", t["edit page"], f"{count('edit page')} executed ({page}; expect 1)"),
         ("edit one snippet", t["edit snippet"],
          f"{count('edit snippet')} executed ({snippet}; {snippet_users} pages import it)"),
+        ("property checks", t["property checks"],
+         "inside check_property, summed over the pages of a clean build"),
     ]
     if "livehtml" in t:
         rows.append(("`make livehtml`, save to served", t["livehtml"],
@@ -59,6 +61,8 @@ def report(runs, n_pages, page, snippet, snippet_users, scaling, scaling_plain,
          f"<= 0.5, with exactly 1 executed ({count('edit page')})"),
         ("clean, plain kernels / clean", t["clean, plain kernels"] / t["clean"],
          "speed-up of the fork server"),
+        (f"property checks / {CORES} cores / clean", t["property checks"] / CORES / t["clean"],
+         "<= 0.10"),
     ]:
         print(f"| {name} | {value:.2f} | {target} |")
     if "livehtml" in t:
