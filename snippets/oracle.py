@@ -191,7 +191,7 @@ def check_property(holds: Callable[..., bool | None], *families, claim: str | No
         finally:
             _inside_property = outer
     _proved("check_property", claim, quote, False, examples=examples,
-            families=[_family_name(family) for family in families])
+            families=[family_name(family) for family in families])
 
 
 @contextlib.contextmanager
@@ -215,7 +215,8 @@ def _members_from_the_seed_alone():
         providers.CONSTANTS_CACHE.cache.clear()
 
 
-def _family_name(strategy) -> str:
+def family_name(strategy) -> str:
+    """What a property check's record calls a family: its name, else what it draws."""
     return getattr(strategy, "family_name", None) or repr(strategy)
 
 
