@@ -17,6 +17,7 @@ members (``families.py`` holds the families).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import zlib
@@ -172,7 +173,7 @@ def check_property(holds: Callable[..., bool | None], *families, claim: str | No
             raise AssertionError
     global _inside_property
     outer, _inside_property = _inside_property, True
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]), _members_from_the_seed_alone():
         try:
             property_holds()
         except Exception:
@@ -190,10 +191,32 @@ def check_property(holds: Callable[..., bool | None], *families, claim: str | No
         finally:
             _inside_property = outer
     _proved("check_property", claim, quote, False, examples=examples,
-            families=[_family_name(family) for family in families])
+            families=[family_name(family) for family in families])
 
 
-def _family_name(strategy) -> str:
+@contextlib.contextmanager
+def _members_from_the_seed_alone():
+    """Keep Hypothesis from mixing numbers into the draw that it reads from the
+    source of every local module loaded (``providers._get_local_constants``: the
+    snippets, the engine, the fork server's modules). With them, the members a
+    claim's seed gives would depend on what else the process imported, so a replay
+    outside the page's kernel (tests/test_old_sentences.py) would draw others, and a
+    literal added to any snippet would change what every page importing it draws."""
+    from hypothesis.internal.conjecture import providers
+    from hypothesis.internal.constants_ast import Constants
+
+    read_from_modules, nothing = providers._get_local_constants, Constants()
+    providers._get_local_constants = lambda: nothing
+    providers.CONSTANTS_CACHE.cache.clear()  # it holds the local constants per draw kind
+    try:
+        yield
+    finally:
+        providers._get_local_constants = read_from_modules
+        providers.CONSTANTS_CACHE.cache.clear()
+
+
+def family_name(strategy) -> str:
+    """What a property check's record calls a family: its name, else what it draws."""
     return getattr(strategy, "family_name", None) or repr(strategy)
 
 

@@ -9,9 +9,13 @@ Each family holds the members that break the sentences people get wrong:
 ``flip(x) * c`` (each input feeds one output, yet the ones seed is not the
 diagonal), ``(x0, x1 + x0, x2 - x0)`` (x0 feeds three outputs, yet the ones seed
 is the diagonal), maps whose off-diagonal entries cancel column by column, the
-non-diagonal J at whose point ``z.grad / z`` happens to be the diagonal, and
-leaves that require grad but that the output was never computed from.
-Jacobians are compared with finite differences (``oracle``), which only evaluate.
+non-diagonal J at whose point ``z.grad / z`` happens to be the diagonal,
+``x + round(sum(x))`` (autograd's J is I wherever it looks, yet the map is not
+elementwise), networks with several outputs per sample (each sample's rows do not
+share a column, yet a column holds several entries), and leaves that require grad
+but that the output was never computed from. Jacobians are compared with finite
+differences (``oracle``), which only evaluate, except where the sentence is about
+autograd's own J.
 
 Run this file to check every property over its family.
 """
@@ -19,9 +23,22 @@ Run this file to check every property over its family.
 from __future__ import annotations
 
 import torch
-from families import SEEDS, Map, elementwise_maps, exactly, linear_maps, named, points, vector_maps
+from families import (
+    SEEDS,
+    Map,
+    batches,
+    elementwise_maps,
+    exactly,
+    linear_maps,
+    mixing_maps,
+    named,
+    permutation_maps,
+    points,
+    small_networks,
+    vector_maps,
+)
 from hypothesis import strategies as st
-from oracle import finite_difference_jacobian
+from oracle import check_close, finite_difference_jacobian
 
 TOL = dict(atol=1e-6, rtol=1e-6)
 
@@ -181,6 +198,99 @@ def elementwise_columns_hold_only_the_diagonal(f_x) -> bool:
             and torch.allclose(backward_with(f, x), torch.diagonal(J), **TOL))
 
 
+# -- One non-zero entry per column ----------------------------------------------------
+
+@st.composite
+def maps_and_inputs(draw):
+    """A map with a point, or a small network with a batch: elementwise, permuting
+    and mixing maps, networks with one to three outputs per sample, with and without
+    BatchNorm (which mixes the samples)."""
+    kind = draw(st.sampled_from(["elementwise", "permutation", "mixing", "network"]))
+    if kind == "network":
+        net = draw(small_networks(batchnorm=None))
+        return net, draw(batches(features=net.in_features))
+    family = {"elementwise": elementwise_maps, "permutation": permutation_maps,
+              "mixing": mixing_maps}[kind]
+    fn = draw(family())
+    return fn, fn.point(seed=draw(st.integers(0, 99)))
+
+
+def jacobian_rows(fn, point: torch.Tensor) -> torch.Tensor:
+    """fn's J at point as a matrix: one row per output entry, one column per input entry."""
+    return torch.autograd.functional.jacobian(fn, point).reshape(-1, point.numel())
+
+
+def one_entry_per_column(J: torch.Tensor) -> bool:
+    """Whether each column of J holds at most one non-zero entry: no input feeds two outputs."""
+    return bool(((J.abs() > 1e-9).sum(0) <= 1).all())
+
+
+def one_entry_per_column_exactly_as_stated(member):
+    """Each column of J holds at most one non-zero entry exactly for elementwise maps,
+    permutations (sort among them) and networks with one scalar output per sample and
+    no BatchNorm; then the ones seed gives the column sums."""
+    fn, point = member
+    out = fn(point)
+    J_member = jacobian_rows(fn, point)
+    one_per_column = one_entry_per_column(J_member)
+    if isinstance(fn, torch.nn.Module):
+        has_norm = any(isinstance(m, torch.nn.BatchNorm1d) for m in fn.modules())
+        stated = out.shape[1] == 1 and not has_norm
+    else:  # sort is a permutation of the entries near any point without ties
+        stated = fn.kind in ("elementwise", "permutation") or fn.name == "sort(x)"
+    assert one_per_column == stated, f"{fn}: one entry per column is {one_per_column}"
+    if stated:
+        leaf = point.detach().requires_grad_()
+        out = fn(leaf)
+        check_close(torch.autograd.grad(out, leaf, torch.ones_like(out))[0].reshape(-1),
+                    J_member.sum(0), "the ones seed gives the column sums")
+
+
+# -- A diagonal J at every point ------------------------------------------------------
+
+def rounded_sum(t: torch.Tensor) -> torch.Tensor:
+    """x + round(sum(x)): autograd's J is I wherever it is evaluated (round's derivative
+    is taken as 0), yet moving one input far enough moves every output."""
+    return t + torch.round(t.sum())
+
+
+ROUNDED = "x + round(sum(x))"
+ROUNDED_SUM = Map(ROUNDED, rounded_sum, 3, "rounded")
+# The maps of seed_maps that are not differentiable everywhere.
+NOT_DIFFERENTIABLE = {"relu(x)", "abs(x)", "c * relu(x)", "c * abs(x)", "sort(x)", ROUNDED}
+THREE_SEEDS = st.lists(SEEDS, min_size=3, max_size=3)  # three points to evaluate J at
+
+
+def maps_with_the_rounded_sum() -> st.SearchStrategy[Map]:
+    """``x + round(sum(x))`` and every map of ``seed_maps``."""
+    return st.just(ROUNDED_SUM) | seed_maps()
+
+
+def diagonal_everywhere_makes_elementwise(f: Map, seeds) -> bool:
+    """If autograd's J is diagonal at every point tried, moving x_j alone moves y_j
+    alone (false as it stands: ``x + round(sum(x))``)."""
+    points_tried = [f.point(seed) for seed in seeds]
+    jacobians = [torch.autograd.functional.jacobian(f, p) for p in points_tried]
+    if any(off_diagonal(J).abs().max() > 1e-9 for J in jacobians):
+        return True  # the sentence says nothing about this map
+    x = points_tried[0]
+    for j in range(x.numel()):
+        moved = x.clone()
+        moved[j] += 2.5
+        others = torch.arange(x.numel()) != j
+        if not torch.allclose(f(moved)[others], f(x)[others]):
+            return False
+    return True
+
+
+def diagonal_everywhere_means_elementwise(f: Map, seeds) -> bool:
+    """If f is differentiable everywhere and autograd's J is diagonal at every point
+    tried, moving x_j alone moves y_j alone."""
+    if f.name in NOT_DIFFERENTIABLE:
+        return True  # the sentence says nothing about this map
+    return diagonal_everywhere_makes_elementwise(f, seeds)
+
+
 # -- Which leaves backward fills ------------------------------------------------------
 
 @named("graphs with used and unused leaves, with and without inputs=")
@@ -266,31 +376,43 @@ def y_from_leaves(f: Map, leaves, uses, weights) -> torch.Tensor:
     return y
 
 
+def grads_after_backward(graph) -> list[torch.Tensor | None]:
+    """Each leaf's .grad after y.backward(v, inputs=...) on a graph of
+    ``leaf_graphs_with_cut_paths`` (its leaves' .grad holding ones first if drawn so)."""
+    f, values, uses, weights, seed, named, prefilled = graph
+    leaves = [v.clone().requires_grad_() for v in values]
+    if prefilled:
+        for a in leaves:
+            a.grad = torch.ones_like(a)
+    targets = None if named is None else [a for a, n in zip(leaves, named, strict=True) if n]
+    y_from_leaves(f, leaves, uses, weights).backward(seed, inputs=targets)
+    return [a.grad for a in leaves]
+
+
+def accumulated_by_the_chain_rule(graph, k: int) -> torch.Tensor:
+    """What leaf k's .grad holds if backward adds vᵀ ∂y/∂a_k to it: what it held (ones
+    or nothing) plus vᵀ J, J of y with respect to a_k by finite differences."""
+    f, values, uses, weights, seed, named, prefilled = graph
+
+    def y_of_leaf(t):
+        return y_from_leaves(f, [t if j == k else v for j, v in enumerate(values)], uses, weights)
+    return (1.0 if prefilled else 0.0) + seed @ finite_difference_jacobian(y_of_leaf, values[k])
+
+
 def backward_accumulates_into_the_leaves_y_depends_on_differentiably(graph) -> bool:
     """y.backward(v) adds vᵀ ∂y/∂a to a.grad for every leaf a that requires grad and
     that y was computed from through differentiable operations (only the named ones
     with inputs=); a leaf reached only through .detach(), argmax or a comparison, or
     not at all, keeps its .grad (None, or what it held)."""
     f, values, uses, weights, seed, named, prefilled = graph
-    leaves = [v.clone().requires_grad_() for v in values]
-    if prefilled:
-        for a in leaves:
-            a.grad = torch.ones_like(a)
-    before = 1.0 if prefilled else 0.0
-    targets = None if named is None else [a for a, n in zip(leaves, named, strict=True) if n]
-    y_from_leaves(f, leaves, uses, weights).backward(seed, inputs=targets)
-    for k, a in enumerate(leaves):
+    for k, grad in enumerate(grads_after_backward(graph)):
         filled = uses[k] == "differentiable" and (named is None or named[k])
         if not filled:
-            if (a.grad is not None) if not prefilled else not torch.equal(a.grad, torch.ones_like(a)):
+            if (grad is not None) if not prefilled else not torch.equal(grad, torch.ones_like(grad)):
                 return False
             continue
-
-        def y_of_leaf(t, k=k):
-            return y_from_leaves(f, [t if j == k else v for j, v in enumerate(values)],
-                                 uses, weights)
-        expected = before + seed @ finite_difference_jacobian(y_of_leaf, values[k])
-        if a.grad is None or not torch.allclose(a.grad, expected, atol=1e-5, rtol=1e-5):
+        if grad is None or not torch.allclose(grad, accumulated_by_the_chain_rule(graph, k),
+                                              atol=1e-5, rtol=1e-5):
             return False
     return True
 
@@ -310,6 +432,11 @@ PROPERTIES = [
      "zᵀJ = z * diag(J) for every z iff J is diagonal"),
     (elementwise_columns_hold_only_the_diagonal, elementwise_maps_at_points,
      "elementwise: each column's only possible non-zero is the diagonal"),
+    (one_entry_per_column_exactly_as_stated, maps_and_inputs,
+     "one non-zero per column: elementwise maps, permutations, one output per sample"),
+    (lambda case: diagonal_everywhere_means_elementwise(*case),
+     lambda: st.tuples(maps_with_the_rounded_sum(), THREE_SEEDS),
+     "differentiable everywhere, J diagonal everywhere: elementwise"),
     (backward_fills_the_leaves_y_was_computed_from, leaf_graphs,
      "backward fills the leaves y was computed from"),
     (backward_accumulates_into_the_leaves_y_depends_on_differentiably,

@@ -1,4 +1,5 @@
-"""Fixtures shared by the tests that build a copy of the site.
+"""Fixtures shared by the tests that build a copy of the site, and by those that read
+what the last `make html` recorded of the real one.
 
 Under pytest-xdist (``-n 2``) every worker is a session of its own; the small
 site is still built once, by whichever worker asks first, under a file lock
@@ -14,7 +15,9 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from site_copy import build, make_copy
+from autograd_docs.execution.claims import read_claims_file
+
+from site_copy import ROOT, build, make_copy
 
 WORKSPACE = "AUTOGRAD_DOCS_TEST_WORKSPACE"
 # Every build a test runs ends its fork server with it (as `make test` does), unless
@@ -76,3 +79,14 @@ def warm_copy(built_copy, fresh_folder) -> Path:
     folder = fresh_folder / "site"
     shutil.copytree(built_copy, folder, symlinks=True)
     return folder
+
+
+@pytest.fixture(scope="session")
+def real_claims() -> dict[str, list[dict]]:
+    """What the checks of the site `make html` built last proved, page by page (make
+    test builds first): each quoting check's record, with the page lines of the check
+    and of its sentence."""
+    doctrees = ROOT / "_build" / "doctrees"
+    if not (doctrees / "claims.json").is_file():
+        pytest.fail("no _build/doctrees/claims.json: run `make html` first", pytrace=False)
+    return read_claims_file(doctrees)

@@ -116,17 +116,6 @@ def test_the_record_is_defined_once():
 
 # -- The real site: a checked sentence cannot change unnoticed ------------------------
 
-REAL_CLAIMS = ROOT / "_build" / "doctrees"
-
-
-@pytest.fixture(scope="module")
-def real_claims() -> dict[str, list[dict]]:
-    """What the checks of the site `make html` built last proved (make test builds first)."""
-    if not (REAL_CLAIMS / "claims.json").is_file():
-        pytest.fail("no _build/doctrees/claims.json: run `make html` first", pytrace=False)
-    return read_claims_file(REAL_CLAIMS)
-
-
 def _prose(page: Path) -> str:
     """The page's text with its code and other fenced blocks blanked out."""
     text = page.read_text(encoding="utf8")

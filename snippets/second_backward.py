@@ -1,0 +1,75 @@
+"""Chains of simple operations, for the sentences about a second ``backward``.
+
+A first ``backward`` frees the tensors the graph's operations saved, so a second one
+without ``retain_graph=True`` raises exactly when some operation saved a tensor.
+Which operations save one is up to each backward formula: ``x + 1`` saves none,
+``10 * x`` saves the 10, as a tensor, although its derivative is the constant 10.
+``operation_chains`` draws one to three operations of ``OPERATIONS`` applied in turn;
+the pages sum the result and call ``backward`` twice.
+
+Run this file to see which single operations survive a second pass, and which
+have a constant derivative.
+"""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import strategies as st
+
+OPERATIONS = {
+    "x + 1": lambda t: t + 1, "x - 1": lambda t: t - 1, "-x": lambda t: -t,
+    "10 * x": lambda t: 10 * t, "x / 2": lambda t: t / 2, "exp(x)": torch.exp,
+    "x ** 2": lambda t: t ** 2, "sin(x)": torch.sin, "relu(x)": torch.relu,
+    "flip(x)": lambda t: t.flip(0), "cumsum(x)": lambda t: t.cumsum(0), "clone(x)": torch.clone,
+    "x.reshape(-1)": lambda t: t.reshape(-1), "tanh(x)": torch.tanh, "abs(x)": torch.abs,
+    "x * x": lambda t: t * t, "softmax(x)": lambda t: torch.softmax(t, 0), "x[::2]": lambda t: t[::2],
+    "x.unsqueeze(0)": lambda t: t.unsqueeze(0), "x.mean()": lambda t: t.mean(),
+    "x + x": lambda t: t + t,
+}
+
+# A shorter list to draw from: arithmetic with a constant, a square, exp, relu, flip
+# and clone.
+SIMPLE_OPERATIONS = ("x + 1", "10 * x", "exp(x)", "x ** 2", "flip(x)", "x / 2", "relu(x)",
+                     "clone(x)", "x - 1")
+
+# Those whose derivative is a constant, so that their backward needs no value of x.
+# Most save nothing; 10 * x and x / 2 save their constant, as a tensor.
+CONSTANT_DERIVATIVE = {"x + 1", "x - 1", "-x", "10 * x", "x / 2", "flip(x)", "cumsum(x)",
+                       "clone(x)", "x.reshape(-1)", "x[::2]", "x.unsqueeze(0)", "x.mean()",
+                       "x + x"}
+
+
+def operation_chains(names=OPERATIONS) -> st.SearchStrategy[list[str]]:
+    """One to three of ``names`` (operations of ``OPERATIONS``), applied in turn.
+    Unnamed: the record lists the operations drawn from."""
+    return st.lists(st.sampled_from(sorted(names)), min_size=1, max_size=3)
+
+
+def summed_chain(chain: list[str], leaf: torch.Tensor) -> torch.Tensor:
+    """The operations of ``chain`` applied to ``leaf`` in turn, summed to a scalar."""
+    out = leaf
+    for name in chain:
+        out = OPERATIONS[name](out)
+    return out.sum()
+
+
+def survives_a_second_pass(chain: list[str], leaf: torch.Tensor) -> bool:
+    """Whether backward can run twice, without retain_graph, on the summed chain."""
+    out = summed_chain(chain, leaf)
+    out.backward()
+    try:
+        out.backward()
+    except RuntimeError:
+        return False
+    return True
+
+
+def main() -> None:
+    for name in OPERATIONS:
+        survives = survives_a_second_pass([name], torch.ones(4, requires_grad=True))
+        derivative = "constant derivative" if name in CONSTANT_DERIVATIVE else ""
+        print(f"{name:15} {'survives' if survives else 'raises on'} a second pass  {derivative}")
+
+
+if __name__ == "__main__":
+    main()

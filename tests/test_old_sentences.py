@@ -1,0 +1,358 @@
+"""The review's false general sentences still fail the page checks that replaced them.
+
+The content review of d247444 (A1, A2, A10, A13, A14, A16, A17; B9, B11, B12, B13)
+found general sentences that were false yet passed, because their checks ran the
+page's own favourable example. Each page now checks its corrected sentence with
+``oracle.check_property`` over a family that holds the review's counterexample. That
+keeps the old sentence out only if the members the check draws include one that
+breaks it, and a check draws a fixed number of members (its ``examples=``, a cost
+budget) from a seed its claim gives.
+
+So each old sentence is written here as a ``holds`` function and replayed as the
+page's check draws: with the check's claim (hence its seed), its count and its
+families, all read from the record the last ``make html`` kept of it
+(``conftest.real_claims``). The members are the page's own, since a check draws from
+its seed alone, whatever else the process imported (``oracle.check_property``). The
+old sentence must fail, on the member named. A page whose count is cut, whose family
+changes or whose check is rewritten so that the old sentence would pass again fails
+here: raise the count to the smallest at which the old sentence fails, or revisit the
+replay. More draws are not always stricter: a count draws other members, not only
+more of them.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "snippets"))
+from families import SEEDS, mixing_maps, vector_maps  # noqa: E402
+from forward_saves import forward_ad_cases, forward_mode_saves_nothing  # noqa: E402
+from functional_passes import passes_counted  # noqa: E402
+from oracle import (  # noqa: E402
+    ClaimFailed,
+    check_close,
+    check_property,
+    family_name,
+    finite_difference_jacobian,
+)
+from second_backward import (  # noqa: E402
+    CONSTANT_DERIVATIVE,
+    SIMPLE_OPERATIONS,
+    operation_chains,
+    survives_a_second_pass,
+)
+from seed_properties import (  # noqa: E402
+    THREE_SEEDS,
+    TOL,
+    accumulated_by_the_chain_rule,
+    backward_with,
+    diagonal_everywhere_makes_elementwise,
+    grads_after_backward,
+    is_diagonal,
+    jacobian,
+    jacobian_rows,
+    leaf_graphs_with_cut_paths,
+    maps_and_inputs,
+    maps_at_points,
+    maps_with_the_rounded_sum,
+    one_entry_per_column,
+)
+
+
+def replay(claims, page: str, quote: str, old_sentence, *families, fails_on: str,
+           because: str | None = None) -> None:
+    """Replay ``old_sentence`` as the property check of ``docs/<page>.md`` whose quote
+    starts with ``quote`` draws, and require it to fail on a member shown as
+    ``fails_on``, for the reason ``because`` (none: ``old_sentence`` returned False)."""
+    found = [record for record in claims.get(page, []) if record["check"] == "check_property"
+             and " ".join(record["quote"].split()).startswith(" ".join(quote.split()))]
+    assert len(found) == 1, (f"docs/{page}.md has {len(found)} property checks quoting "
+                             f"{quote!r}: its check changed, revisit this replay")
+    [record] = found
+    where = f"docs/{page}.md:{record['check_line']}"
+    assert record["families"] == [family_name(family) for family in families], (
+        f"{where} draws from other families than this replay: revisit it")
+    try:
+        check_property(old_sentence, *families, claim=record["claim"],
+                       examples=record["examples"])
+    except ClaimFailed as failure:
+        shown = str(failure).split("counterexample: ", 1)[1]
+    else:
+        pytest.fail(f"{where}: the old sentence holds for every one of the check's "
+                    f"{record['examples']} members; raise its examples= until it fails",
+                    pytrace=False)
+    member, _, why = shown.partition("\n  because: ")
+    assert fails_on in member, f"{where}: failed on another member: {shown}"
+    assert (because in why) if because else not why, f"{where}: failed for another reason: {shown}"
+
+
+# -- A1, A2: when the ones seed gives the diagonal of J -------------------------------
+
+def ones_seed_gives_the_diagonal_when_no_input_feeds_two_outputs(f_x) -> None:
+    """The trick works whenever no input feeds two outputs."""
+    f, x = f_x
+    J = jacobian(f, x)
+    if one_entry_per_column(J):
+        check_close(backward_with(f, x), torch.diagonal(J), "1ᵀJ = diag J", **TOL)
+
+
+def ones_seed_misses_the_diagonal_when_an_input_feeds_two_outputs(f_x) -> bool:
+    """For any other f (an input feeds two outputs) it gives the wrong numbers."""
+    f, x = f_x
+    J = jacobian(f, x)
+    return one_entry_per_column(J) or not torch.allclose(backward_with(f, x),
+                                                         torch.diagonal(J), **TOL)
+
+
+DIRECTIONS = [
+    pytest.param(ones_seed_gives_the_diagonal_when_no_input_feeds_two_outputs,
+                 "flip(x) * c", "1ᵀJ = diag J", id="no input feeds two outputs: diagonal"),
+    pytest.param(ones_seed_misses_the_diagonal_when_an_input_feeds_two_outputs,
+                 "A @ x, A = [[1, 1, 0], [0, 1, 0], [0, -1, 1]]", None,
+                 id="an input feeds two: not the diagonal"),
+]
+
+
+@pytest.mark.parametrize("old_sentence, fails_on, because", DIRECTIONS)
+def test_a1_the_ones_seed_works_whenever_no_input_feeds_two_outputs(
+        real_claims, old_sentence, fails_on, because):
+    """A1, index.md:49-50: "The trick works whenever no input feeds two outputs; for
+    any other f (softmax, cumsum, a normalization) it silently gives the wrong
+    numbers". Both halves are false: flip(x) * c, and a map whose columns cancel."""
+    replay(real_claims, "index", "If each $y_i$ depends on $z_i$ alone (as for `torch.sin`)",
+           old_sentence, maps_at_points(), fails_on=fails_on, because=because)
+
+
+@pytest.mark.parametrize("old_sentence, fails_on, because", DIRECTIONS)
+def test_a2_the_column_sum_is_its_entry_exactly_when_no_input_feeds_two_outputs(
+        real_claims, old_sentence, fails_on, because):
+    """A2, jacobians-of-vector-functions.md:239-247, read as the landing page sent
+    readers to it, for dy_i/dx_i: "That sum is the column's one non-zero entry exactly
+    when the column holds at most one, that is, when no input feeds two outputs. …
+    A permutation is another"."""
+    replay(real_claims, "explanation/jacobians-of-vector-functions",
+           r"so $\mathbf{1}^\top J$ equals the diagonal of $J$ exactly when", old_sentence,
+           maps_at_points(), fails_on=fails_on, because=because)
+
+
+# -- A10: what forward mode saves -----------------------------------------------------
+
+@pytest.mark.parametrize("docname, quote", [
+    ("explanation/reverse-mode-is-a-chain-of-vjps", "Forward mode has no such cost"),
+    ("explanation/forward-mode-jacobian-vector-products", "So forward mode saves nothing"),
+    ("explanation/forward-mode-jacobian-vector-products", "It keeps nothing for a later"),
+    ("explanation/see-what-autograd-saves-for-backward", "has no such cost"),
+    ("explanation/see-what-autograd-saves-for-backward", "Forward mode saves nothing"),
+    ("explanation/see-what-autograd-saves-for-backward", "Run it under `torch.no_grad()`"),
+])
+def test_a10_forward_mode_saves_nothing(real_claims, docname, quote):
+    """A10, reverse-mode-is-a-chain-of-vjps.md:330-331, forward-mode-jacobian-vector-
+    products.md:371-374 and 427-428, see-what-autograd-saves-for-backward.md:139-141
+    and 366: "Forward mode has no such cost at all: it keeps nothing for later" / "it
+    also keeps no graph for a later backward pass" / "forward mode saves nothing"."""
+    replay(real_claims, docname, quote, lambda case: forward_mode_saves_nothing(*case),
+           forward_ad_cases(), fails_on="('network', ")
+
+
+# -- A13: a diagonal J at every point ---------------------------------------------------
+
+def test_a13_a_diagonal_jacobian_everywhere_makes_f_elementwise(real_claims):
+    """A13, jacobians-of-vector-functions.md:161-162: "a diagonal J at every point
+    does [make f elementwise]", of the J autograd reports."""
+    replay(real_claims, "explanation/jacobians-of-vector-functions",
+           "a diagonal $J$ at every point does", diagonal_everywhere_makes_elementwise,
+           maps_with_the_rounded_sum(), THREE_SEEDS, fails_on="x + round(sum(x))")
+
+
+# -- A14: what the ones seed gives for a map that mixes entries --------------------------
+
+def ones_seed_gives_no_entry_of_J(f, seed) -> bool:
+    """Anything that mixes entries breaks the trick, and silently: no error, only
+    numbers that are no entry of J."""
+    x = f.point(seed)
+    entries = finite_difference_jacobian(f, x).reshape(1, -1)
+    return not torch.isclose(backward_with(f, x).reshape(-1, 1), entries, atol=1e-6).any()
+
+
+def test_a14_mixing_maps_give_numbers_that_are_no_entry_of_j(real_claims):
+    """A14, jacobians-of-vector-functions.md:291-292: "no error, only numbers that are
+    no entry of J"."""
+    replay(real_claims, "explanation/jacobians-of-vector-functions",
+           "`backward` raises no error and returns the column sums", ones_seed_gives_no_entry_of_J,
+           mixing_maps(), SEEDS, fails_on="cumprod(x) (n=2)")
+
+
+# -- A16: z.grad / z ----------------------------------------------------------------------
+
+def ratio_is_wrong_for_any_J_that_is_not_diagonal(f_z) -> bool:
+    """z.grad / z is wrong for any J that is not diagonal (at z with no zero entry)."""
+    f, z = f_z
+    if (z.abs() < 1e-3).any():
+        return True  # at a zero it is nan: another sentence
+    J = jacobian(f, z)
+    return is_diagonal(J) or not torch.allclose(backward_with(f, z, seed=z) / z,
+                                                torch.diagonal(J), **TOL)
+
+
+def test_a16_z_grad_over_z_is_wrong_for_any_non_diagonal_j(real_claims):
+    """A16, why-backward-z-gives-z.md:382-383: "`z.grad / z` … wrong for any J that is
+    not diagonal"."""
+    replay(real_claims, "tutorial/why-backward-z-gives-z", "for a $J$ that is not diagonal",
+           ratio_is_wrong_for_any_J_that_is_not_diagonal, maps_at_points(),
+           fails_on="A @ x, A = [[1, 1, 0], [0, 1, 0], [0, -1, 1]] (n=3), tensor([1., 1., 1.]")
+
+
+# -- A17: which leaves backward fills ---------------------------------------------------
+
+def backward_accumulates_into_every_leaf_that_requires_grad(graph) -> bool:
+    """backward then accumulates ∂L/∂z into the .grad of every leaf that requires grad
+    (or only of those you name in inputs=)."""
+    named = graph[5]
+    return all(grad is not None and torch.allclose(grad, accumulated_by_the_chain_rule(graph, k),
+                                                   atol=1e-5, rtol=1e-5)
+               for k, grad in enumerate(grads_after_backward(graph))
+               if named is None or named[k])
+
+
+@pytest.mark.parametrize("docname, quote", [
+    ("index", "`backward` then adds"),
+    ("tutorial/why-backward-z-gives-z", "`backward` differentiates with respect to every leaf"),
+    ("tutorial/why-backward-z-gives-z", "every leaf that requires grad and that `y` was"),
+    ("explanation/what-backward-computes", "`backward` differentiates with respect to every leaf"),
+    ("reference/glossary", "every leaf that requires grad and that $y$ was"),
+    ("reference/look-up-the-questions-people-ask", "`y.backward(z)` adds the vector-Jacobian"),
+    ("reference/look-up-the-questions-people-ask", "One `backward` fills `.grad` of every leaf"),
+])
+def test_a17_backward_fills_every_leaf_that_requires_grad(real_claims, docname, quote):
+    """A17, index.md:43-45, why-backward-z-gives-z.md:174-175 and 377-379,
+    what-backward-computes.md:191-193 (and the glossary and questions pages, which
+    said it too): "`backward` then accumulates ∂L/∂z into the `.grad` of every leaf
+    that requires grad"."""
+    replay(real_claims, docname, quote, backward_accumulates_into_every_leaf_that_requires_grad,
+           leaf_graphs_with_cut_paths(), fails_on="['differentiable', 'unused']")
+
+
+# -- B9: a graph that needs no saved tensor survives a second pass ----------------------
+
+def survives_when_no_derivative_needs_a_value(chain) -> bool:
+    """A graph that saved nothing survives the first pass whole: (x + 1) summed needs
+    no saved tensor, so two calls work. Read as readers use it: operations whose
+    derivative is a constant (x + 1, or 10 * x, which keeps "only the number 10")
+    need nothing saved, so their graph survives."""
+    return not set(chain) <= CONSTANT_DERIVATIVE or survives_a_second_pass(
+        chain, torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True))
+
+
+@pytest.mark.parametrize("docname, quote, chains", [
+    ("reference/misconceptions", "A second `backward` without `retain_graph` raises exactly",
+     operation_chains()),
+    ("reference/look-up-the-questions-people-ask", "Whether a graph survives a second pass",
+     operation_chains(SIMPLE_OPERATIONS)),
+], ids=["misconceptions", "questions"])
+def test_b9_a_graph_that_needs_no_saved_tensor_survives_a_second_pass(
+        real_claims, docname, quote, chains):
+    """B9, misconceptions.md:317-319 (also look-up-the-questions-people-ask.md:160-161):
+    "A graph that saved nothing survives the first pass whole. (x + 1) summed needs no
+    saved tensor, so two calls work without retain_graph"."""
+    replay(real_claims, docname, quote, survives_when_no_derivative_needs_a_value, chains,
+           fails_on="'10 * x'")
+
+
+# -- B11: one non-zero entry per column, for a batch of samples -------------------------
+
+def one_entry_per_column_for_any_batch_of_independent_samples(member) -> bool:
+    """That holds [each column of J has one non-zero entry] for elementwise maps, but
+    also for permutations and for a batch of independent per-sample computations."""
+    fn, point = member
+    if isinstance(fn, torch.nn.Module):  # BatchNorm mixes the samples
+        stated = not any(isinstance(m, torch.nn.BatchNorm1d) for m in fn.modules())
+    else:
+        stated = fn.kind in ("elementwise", "permutation") or fn.name == "sort(x)"
+    return one_entry_per_column(jacobian_rows(fn, point)) == stated
+
+
+@pytest.mark.parametrize("quote", ["That holds for elementwise maps",
+                                   "A ones seed gives every non-zero entry of $J$ exactly"])
+def test_b11_a_batch_of_independent_samples_has_one_entry_per_column(real_claims, quote):
+    """B11, misconceptions.md:258-262 (and its summary, 570-571): "That holds for
+    elementwise maps …, but also for permutations and for a batch of independent
+    per-sample computations.", without "one scalar output per sample"."""
+    replay(real_claims, "reference/misconceptions", quote,
+           one_entry_per_column_for_any_batch_of_independent_samples, maps_and_inputs(),
+           fails_on="Linear(2→2) · Tanh · Linear(2→2)")
+
+
+# -- B12: reverse passes of torch.autograd.functional's jvp and hvp ---------------------
+
+def jvp_and_hvp_run_reverse_mode_twice(fn) -> None:
+    """the jvp and hvp of torch.autograd.functional run reverse mode twice"""
+    counted = passes_counted(fn)[:2]
+    if counted != (2, 2):
+        raise AssertionError(f"jvp and hvp ran {counted} reverse passes")
+
+
+@pytest.mark.parametrize("quote", [
+    "Whatever the function, `functional.jvp` runs two reverse passes",
+    "`torch.autograd.functional.jvp` runs reverse mode twice and `torch.autograd",
+    "`torch.autograd.functional.jvp` runs reverse mode twice and `hvp` three times",
+])
+def test_b12_functional_jvp_and_hvp_run_reverse_mode_twice(real_claims, quote):
+    """B12, differentiation-apis.md:14-16, 513 and 761: "the `jvp` and `hvp` of
+    `torch.autograd.functional` run reverse mode twice"."""
+    replay(real_claims, "reference/differentiation-apis", quote,
+           jvp_and_hvp_run_reverse_mode_twice, vector_maps(),
+           fails_on="abs(x) (n=2)", because="jvp and hvp ran (2, 3) reverse passes")
+
+
+# -- B13: the shape column of the API table ---------------------------------------------
+
+# differentiation-apis.md draws its shapes in a hidden cell: x's of up to three
+# dimensions, y's, s's and aux's of up to two, a batch size and a seed.
+INPUT_SHAPES = st.lists(st.integers(1, 3), max_size=3).map(tuple)
+OTHER_SHAPES = st.lists(st.integers(1, 3), max_size=2).map(tuple)
+TABLE_FAMILIES = (INPUT_SHAPES, OTHER_SHAPES, OTHER_SHAPES, OTHER_SHAPES, st.integers(1, 4),
+                  st.integers(0, 2**16))
+
+
+def old_shape_rule(row: str):
+    """The d247444 table's rule for ``row``, as a property of drawn shapes: what the
+    API returns for a scalar f of x, a second argument s, an aux output and a batch."""
+    def holds(x_shape, y_shape, s_shape, aux_shape, batch, seed) -> None:
+        generator = torch.Generator().manual_seed(seed)
+        x, s, xs = (torch.randn(shape, dtype=torch.float64, generator=generator)
+                    for shape in (x_shape, s_shape, (batch, *x_shape)))
+
+        def f(t):
+            return (t ** 3).sum()
+        if row == "torch.func.grad(f, has_aux=True)":
+            aux = lambda t: t.sum() * torch.ones(aux_shape, dtype=t.dtype)  # noqa: E731
+            got = torch.func.grad(lambda t: (f(t), aux(t)), has_aux=True)(x)
+            rule, says = "(x.shape, y.shape)", (x_shape, ())
+        elif row == "torch.func.grad(f, argnums=(0, 1))":
+            got = torch.func.grad(lambda t, r: f(t) * (r ** 2).sum(), argnums=(0, 1))(x, s)
+            rule, says = "(x.shape, x.shape)", (x_shape, x_shape)
+        else:
+            got, rule, says = (torch.func.vmap(torch.func.grad(f))(xs),), "(5,) + x.shape", ((5, *x_shape),)
+        shapes = tuple(tuple(t.shape) for t in got)
+        if shapes != says:
+            raise AssertionError(f"{row} returned shapes {shapes}, not {rule}")
+    return holds
+
+
+@pytest.mark.parametrize("row, fails_on, because", [
+    ("torch.func.grad(f, has_aux=True)", "(), (), (), (1,), 1, 0", "shapes ((), (1,)), not"),
+    ("torch.func.grad(f, argnums=(0, 1))", "(1,), (), (), (), 1, 0", "shapes ((1,), ()), not"),
+    ("torch.func.vmap", "(), (), (), (), 1, 0", "shapes ((1,),), not"),
+], ids=["grad has_aux", "grad argnums", "vmap"])
+def test_b13_the_shape_column_was_the_examples_values(real_claims, row, fails_on, because):
+    """B13, differentiation-apis.md:50-52 with rows 115-122 and 151-154: "the last
+    column is an expression in `x` (the input) and `y` (the output `f(x)`)", with
+    `(x.shape, y.shape)` for grad(has_aux=True), `(x.shape, x.shape)` for
+    argnums=(0, 1) and `(5,) + x.shape` for vmap."""
+    replay(real_claims, "reference/differentiation-apis", "Each rule holds for inputs and outputs",
+           old_shape_rule(row), *TABLE_FAMILIES, fails_on=fails_on, because=because)
