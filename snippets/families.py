@@ -296,8 +296,30 @@ def dtypes(real: bool = True, complex: bool = True) -> st.SearchStrategy[torch.d
     return st.sampled_from(chosen)
 
 
+@contextlib.contextmanager
+def from_the_seed_alone():
+    """Keep Hypothesis from mixing numbers into the draw that it reads from the
+    source of every local module loaded (``providers._get_local_constants``: the
+    snippets, the engine, the fork server's modules). With them, the members a
+    claim's seed gives would depend on what else the process imported, so a replay
+    outside the page's kernel (tests/test_old_sentences.py) would draw others, and a
+    literal added to any snippet would change what every page importing it draws."""
+    from hypothesis.internal.conjecture import providers
+    from hypothesis.internal.constants_ast import Constants
+
+    read_from_modules, nothing = providers._get_local_constants, Constants()
+    providers._get_local_constants = lambda: nothing
+    providers.CONSTANTS_CACHE.cache.clear()  # it holds the local constants per draw kind
+    try:
+        yield
+    finally:
+        providers._get_local_constants = read_from_modules
+        providers.CONSTANTS_CACHE.cache.clear()
+
+
 def members(strategy: st.SearchStrategy, count: int) -> list:
-    """The first ``count`` members a family's derandomized draw gives."""
+    """The first ``count`` members a family's derandomized draw gives (as
+    ``oracle.check_property`` draws them: from the seed alone)."""
     drawn = []
 
     @settings(CLAIM_SETTINGS, max_examples=count)
@@ -305,7 +327,8 @@ def members(strategy: st.SearchStrategy, count: int) -> list:
     def draw(member):
         drawn.append(member)
 
-    draw()
+    with from_the_seed_alone():
+        draw()
     return drawn
 
 

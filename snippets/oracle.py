@@ -17,7 +17,6 @@ members (``families.py`` holds the families).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import zlib
@@ -150,7 +149,7 @@ def check_property(holds: Callable[..., bool | None], *families, claim: str | No
     example database), bounded by ``examples``, and leaves torch's random state as
     it found it, so a hidden check never changes what the visible cells compute.
     """
-    from families import CLAIM_SETTINGS
+    from families import CLAIM_SETTINGS, from_the_seed_alone
     from hypothesis import given, seed, settings
     from hypothesis import strategies as st
 
@@ -173,7 +172,7 @@ def check_property(holds: Callable[..., bool | None], *families, claim: str | No
             raise AssertionError
     global _inside_property
     outer, _inside_property = _inside_property, True
-    with torch.random.fork_rng(devices=[]), _members_from_the_seed_alone():
+    with torch.random.fork_rng(devices=[]), from_the_seed_alone():
         try:
             property_holds()
         except Exception:
@@ -192,27 +191,6 @@ def check_property(holds: Callable[..., bool | None], *families, claim: str | No
             _inside_property = outer
     _proved("check_property", claim, quote, False, examples=examples,
             families=[family_name(family) for family in families])
-
-
-@contextlib.contextmanager
-def _members_from_the_seed_alone():
-    """Keep Hypothesis from mixing numbers into the draw that it reads from the
-    source of every local module loaded (``providers._get_local_constants``: the
-    snippets, the engine, the fork server's modules). With them, the members a
-    claim's seed gives would depend on what else the process imported, so a replay
-    outside the page's kernel (tests/test_old_sentences.py) would draw others, and a
-    literal added to any snippet would change what every page importing it draws."""
-    from hypothesis.internal.conjecture import providers
-    from hypothesis.internal.constants_ast import Constants
-
-    read_from_modules, nothing = providers._get_local_constants, Constants()
-    providers._get_local_constants = lambda: nothing
-    providers.CONSTANTS_CACHE.cache.clear()  # it holds the local constants per draw kind
-    try:
-        yield
-    finally:
-        providers._get_local_constants = read_from_modules
-        providers.CONSTANTS_CACHE.cache.clear()
 
 
 def family_name(strategy) -> str:
