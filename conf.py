@@ -70,7 +70,10 @@ nb_execution_timeout = 60  # seconds per cell; no page here needs more than a fe
 nb_execution_raise_on_error = False  # report every failing page, not only the first
 nb_execution_show_tb = False  # autograd_docs reports a failing cell in one line;
 # its full traceback is in _build/html/reports/<page>.err.log
-nb_merge_streams = True  # one output block per cell, not one per print
+# One output block per cell, not one per print: the engine has nbclient join a
+# cell's prints as it runs it (autograd_docs/execution/cache_key.py's
+# NBCLIENT_OPTIONS); myst-nb's own merge garbled prints that arrived in two parts.
+nb_merge_streams = False
 # How each page's code runs (autograd_docs/kernels/ways.py): in a process forked
 # from a server that imported torch once. "forked-kernels" gives each a forked
 # Jupyter kernel instead; "plain-kernels" starts each kernel from cold.

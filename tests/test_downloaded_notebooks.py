@@ -51,16 +51,22 @@ def reader_environment(monkeypatch):
 
 
 def shown(cell) -> list:
-    """What a code cell displays, in a form two runs can be compared by."""
-    found = []
+    """What a code cell displays, in a form two runs can be compared by: each
+    stream's prints joined into its first block, as the build records them
+    (nbclient's coalesce_streams: autograd_docs/execution/cache_key.py). A
+    reader's Jupyter keeps each message where it came; joined by the same rule,
+    the two compare."""
+    found, streams = [], {}
     for output in cell.get("outputs", []):
         kind = output["output_type"]
         if kind == "stream":
-            # Prints in a row are one block, on the page (nb_merge_streams) as in Jupyter.
-            if found and found[-1][:2] == (kind, output["name"]):
-                found[-1] = (kind, output["name"], found[-1][2] + output["text"])
+            text = "".join(output["text"])
+            if output["name"] in streams:
+                found[streams[output["name"]]] = (kind, output["name"],
+                                                  found[streams[output["name"]]][2] + text)
             else:
-                found.append((kind, output["name"], output["text"]))
+                streams[output["name"]] = len(found)
+                found.append((kind, output["name"], text))
         elif kind == "error":
             found.append((kind, output["ename"], output["evalue"]))
         else:

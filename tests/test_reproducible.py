@@ -28,12 +28,16 @@ import json
 import re
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from filelock import FileLock
+from sphinx.errors import ConfigError
 
+from autograd_docs import execution
 from autograd_docs import kernels as fork_kernels
 from autograd_docs.build_log import EXECUTED, FROM_CACHE, PageLine
+from autograd_docs.devkit.executed import executed_cells
 
 from site_copy import (
     PAGE,
@@ -70,6 +74,28 @@ def differences(first, second) -> list[str]:
             if not filecmp.cmp(first_dir / name, second_dir / name, shallow=False)
         ]
     return found
+
+
+def test_prints_that_arrive_in_parts_are_kept_and_shown_as_printed(built_copy):
+    """A cell's prints reach the build in as many messages as ipykernel flushed
+    (its flush timer splits them under load). The notebook keeps, and the page
+    shows, one block with exactly what was printed. myst-nb's merge at render time
+    (nb_merge_streams) once made the first part a line of its own and left the rest
+    in the notebook a second time: a page showed a line break never printed, and
+    the site was not the same bytes when built again."""
+    printed = "one line, printed in two parts\n"
+    outputs = next(cell.outputs for (page, _), cell in executed_cells(built_copy).items()
+                   if page == PAGE and "printed in two parts" in json.dumps(cell.outputs))
+    assert [(out["output_type"], "".join(out["text"])) for out in outputs] == [
+        ("stream", printed)], outputs
+    html = (built_copy / "_build" / "html" / "test-page.html").read_text(encoding="utf8")
+    assert html.count(printed.rstrip()) == 1, "the page shows the line as printed, once"
+
+
+def test_conf_py_cannot_turn_the_render_time_merge_back_on():
+    with pytest.raises(ConfigError, match="nb_merge_streams = True rewrites"):
+        execution._refuse_merging_streams_at_render(None, SimpleNamespace(nb_merge_streams=True))
+    execution._refuse_merging_streams_at_render(None, SimpleNamespace(nb_merge_streams=False))
 
 
 def test_two_clean_builds_are_byte_identical(built_copy, fresh_folder):

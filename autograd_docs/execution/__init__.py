@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from sphinx.application import Sphinx
+from sphinx.errors import ConfigError
 
 from autograd_docs import _compat, build_log
 from autograd_docs.execution import cache_key, checks, claims
@@ -95,6 +96,16 @@ class _PageClient:
         return self._client.__exit__(*exc_info)
 
 
+def _refuse_merging_streams_at_render(app: Sphinx, config) -> None:
+    if config.nb_merge_streams:
+        raise ConfigError(
+            "conf.py: nb_merge_streams = True rewrites a cell's first print in place when "
+            "its prints arrive in more than one message (a line break never printed, the "
+            "rest twice in the notebook). Set it to False: the engine already joins a "
+            "cell's prints as it executes it (cache_key.NBCLIENT_OPTIONS)"
+        )
+
+
 def _replace_warnings(app: Sphinx, config) -> None:
     config.suppress_warnings = [*config.suppress_warnings, *REPLACED_WARNINGS]
     _compat.quiet_nbclient_timeout_line()
@@ -113,6 +124,7 @@ def setup(app: Sphinx) -> dict:
         "autograd_docs_environment", cache_key.environment_fingerprint(), "env", str
     )
     app.connect("config-inited", _replace_warnings)
+    app.connect("config-inited", _refuse_merging_streams_at_render)
     app.connect("builder-inited", checks.note_build_dirs)
     # Before parallel readers start: two workers creating it at once can race.
     app.connect("builder-inited", _create_cache_database)

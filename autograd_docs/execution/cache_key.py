@@ -23,6 +23,17 @@ FINGERPRINT_KEY = "inputs_fingerprint"
 IMPORT_LINE = re.compile(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", re.MULTILINE)
 ENGINE = Path(__file__).resolve().parent.parent  # autograd_docs/
 
+# How nbclient records a page's outputs, whichever way the page runs
+# (autograd_docs/kernels passes them). Part of every page's cache key: a change
+# here re-executes every page instead of serving outputs recorded the old way.
+# coalesce_streams: a cell's prints become one output per stream, their text
+# joined exactly as printed, as the cell finishes. (myst-nb's nb_merge_streams
+# did it at render time instead, and wrong: it rewrote the notebook's first print
+# in place, stripped and ended with a newline, and left the later ones in the
+# notebook too. A cell whose prints came in two messages, as they do under load,
+# showed a line break that was never printed, and its notebook the rest twice.)
+NBCLIENT_OPTIONS = {"coalesce_streams": True}
+
 
 @cache
 def environment_fingerprint() -> str:
@@ -69,7 +80,7 @@ def page_fingerprint(sources: list[Path]) -> str:
     """What a page's outputs depend on besides its code: these files' text (the
     snippets it imports) and the installed packages."""
     contents = [f"{p.name}:{p.read_text(encoding='utf8')}" for p in sources]
-    return digest([environment_fingerprint(), *contents])
+    return digest([environment_fingerprint(), repr(sorted(NBCLIENT_OPTIONS.items())), *contents])
 
 
 def digest(parts: list[str]) -> str:

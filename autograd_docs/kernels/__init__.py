@@ -47,6 +47,7 @@ from sphinx.util import logging
 
 from autograd_docs import _compat
 from autograd_docs._compat import config_value_at_setup
+from autograd_docs.execution import cache_key
 from autograd_docs.kernels import fork_server
 from autograd_docs.kernels.environment import kernel_environment
 from autograd_docs.kernels.ways import WAYS, Keep, PageExecution
@@ -191,6 +192,7 @@ def _execute_page(original):
     """Wrap jupyter-cache's ``executenb``: the active way runs the page."""
 
     def executenb(notebook, cwd=None, **kwargs):
+        kwargs = {**kwargs, **cache_key.NBCLIENT_OPTIONS}
         if _active is None:  # no page was to execute (_install_kernelspec): nbclient's own way
             return original(notebook, cwd=cwd, **kwargs)
         return _active.execute(original, notebook, cwd, **kwargs)
