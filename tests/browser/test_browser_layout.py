@@ -101,38 +101,70 @@ def landing(page, url: str, frames: int = 6) -> dict:
     return page.evaluate(LANDING, [urldefrag(url).fragment, frames])
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-def test_links_to_headings_land_on_them(page, traffic, base_url, width):
-    page.set_viewport_size(WIDTHS[width])
-    tested, misses, elsewhere = 0, [], set()
-    for path in CONTENT:
-        page.goto(path, wait_until="load")
-        links = page.evaluate(LINKS)
+CLICK = "href => [...document.querySelectorAll('a')].find(a => a.href === href).click()"
+
+
+def clicks_on(path: str, elsewhere: set[str]):
+    """A task: open ``path`` and click, one at a time, each of its links to a
+    heading of the same page, as a reader clicks it (a link in a closed drawer
+    too): the browser's own navigation, with furo's smooth scroll. Yields
+    (what was done, the link) after each click; collects the links to other
+    pages into ``elsewhere``."""
+    def task(window):
+        window.goto(path, wait_until="load")
+        links = window.evaluate(LINKS)
         elsewhere.update(href for href, same in links if not same)
         for href in dict.fromkeys(href for href, same in links if same):
             fragment = urldefrag(href).fragment
-            if not page.evaluate(HEADING_TARGET, fragment):
-                continue
-            # As a reader clicks it (a link in a closed drawer too): the
-            # browser's own navigation, with furo's smooth scroll.
-            page.evaluate("href => [...document.querySelectorAll('a')]"
-                          ".find(a => a.href === href).click()", href)
-            tested += 1
-            if why := missed(landing(page, href)):
-                misses.append(f"{path}: click #{fragment}: {why}")
-    for href in sorted(elsewhere):
-        if not href.startswith(base_url):
-            continue
-        page.goto(href, wait_until="load")
-        fragment = urldefrag(href).fragment
-        if not page.evaluate(HEADING_TARGET, fragment):
-            continue
-        tested += 1
-        if why := missed(landing(page, href)):
-            misses.append(f"{href[len(base_url):]} opened as a deep link: {why}")
-    print(f"{width}: {tested} links to headings followed, {len(misses)} missed")
-    assert tested > 50, f"only {tested} links to headings found: is the site built?"
-    assert not misses, (f"at {WIDTHS[width]['width']} px, {len(misses)} of {tested} links "
+            if window.evaluate(HEADING_TARGET, fragment):
+                window.evaluate(CLICK, href)
+                yield f"{path}: click #{fragment}", href
+    return task
+
+
+def opens(href: str, base_url: str):
+    """A task: open ``href`` as a deep link; yields once if it names a heading."""
+    def task(window):
+        window.goto(href, wait_until="load")
+        if window.evaluate(HEADING_TARGET, urldefrag(href).fragment):
+            yield f"{href[len(base_url):]} opened as a deep link", href
+    return task
+
+
+def side_by_side(windows: list, tasks) -> list[tuple[str, dict]]:
+    """Run ``tasks`` in the windows, each window one task at a time: every window
+    sets its next link going, then each is measured once it has come to rest, so
+    the windows' scrolls overlap instead of following each other. Returns
+    (what was done, where the heading landed) for every link."""
+    tasks, running, landed = iter(tasks), [iter(())] * len(windows), []
+    while True:
+        started = []
+        for index, window in enumerate(windows):
+            while (step := next(running[index], None)) is None:
+                task = next(tasks, None)
+                if task is None:
+                    break
+                running[index] = task(window)
+            if step is not None:
+                started.append((window, step))
+        if not started:
+            return landed
+        landed.extend((done, landing(window, href)) for window, (done, href) in started)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_links_to_headings_land_on_them(windows, base_url, width):
+    pages, traffic = windows
+    for page in pages:
+        page.set_viewport_size(WIDTHS[width])
+    elsewhere: set[str] = set()
+    landed = side_by_side(pages, [clicks_on(path, elsewhere) for path in CONTENT])
+    landed += side_by_side(pages, [opens(href, base_url) for href in sorted(elsewhere)
+                                   if href.startswith(base_url)])
+    misses = [f"{done}: {why}" for done, where in landed if (why := missed(where))]
+    print(f"{width}: {len(landed)} links to headings followed, {len(misses)} missed")
+    assert len(landed) > 50, f"only {len(landed)} links to headings found: is the site built?"
+    assert not misses, (f"at {WIDTHS[width]['width']} px, {len(misses)} of {len(landed)} links "
                         "to a heading did not land on it:\n  " + "\n  ".join(misses))
     assert not traffic.console_errors
 
