@@ -29,6 +29,7 @@ import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 
+from autograd_docs.devkit.executed import merged_streams
 from autograd_docs.html import plain_markdown as plain
 from autograd_docs.html.notebooks import PROVENANCE, Provenance, reader_notebook, reader_script
 
@@ -52,21 +53,15 @@ def reader_environment(monkeypatch):
 
 def shown(cell) -> list:
     """What a code cell displays, in a form two runs can be compared by: each
-    stream's prints joined into its first block, as the build records them
-    (nbclient's coalesce_streams: autograd_docs/execution/cache_key.py). A
-    reader's Jupyter keeps each message where it came; joined by the same rule,
-    the two compare."""
-    found, streams = [], {}
-    for output in cell.get("outputs", []):
+    stream's prints joined into its first block (``merged_streams``), as the
+    build records them (nbclient's coalesce_streams: autograd_docs/execution/
+    cache_key.py). A reader's Jupyter keeps each message where it came; joined by
+    the same rule, the two compare."""
+    found = []
+    for output in merged_streams(cell.get("outputs", [])):
         kind = output["output_type"]
         if kind == "stream":
-            text = "".join(output["text"])
-            if output["name"] in streams:
-                found[streams[output["name"]]] = (kind, output["name"],
-                                                  found[streams[output["name"]]][2] + text)
-            else:
-                streams[output["name"]] = len(found)
-                found.append((kind, output["name"], text))
+            found.append((kind, output["name"], output["text"]))
         elif kind == "error":
             found.append((kind, output["ename"], output["evalue"]))
         else:
