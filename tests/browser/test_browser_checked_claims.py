@@ -55,7 +55,10 @@ HIGHLIGHTED = """() => CSS.highlights.has('checked-claim')
 LAYOUT_SHIFTS = """() => new Promise(done => {
   const shifts = [];
   new PerformanceObserver(list => list.getEntries().forEach(entry => {
-    if (!entry.hadRecentInput) shifts.push({value: entry.value,
+    // Furo's header (its icons) shifts a little, or not, as the page loads,
+    // with claims or without: a shift only it moved is not the script's.
+    const inHeader = s => Boolean(s.node && s.node.closest && s.node.closest('header'));
+    if (!entry.hadRecentInput && !entry.sources.every(inHeader)) shifts.push({value: entry.value,
       sources: entry.sources.map(s => s.node ? s.node.nodeName + '.' + s.node.className : '?')});
   })).observe({type: 'layout-shift', buffered: true});
   requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(() => done(shifts), 300)));
@@ -162,8 +165,9 @@ def test_the_reveal_shows_what_proved_each_sentence(page, traffic, path, width, 
 @pytest.mark.parametrize("width", sorted(VIEWPORTS))
 def test_the_script_arriving_moves_nothing(context, traffic, width):
     """Loaded with claims.js refused and with it: every element in the same place,
-    and the same layout shifts (furo's header icons shift a little on every page,
-    with claims or without)."""
+    and the same layout shifts outside furo's header (its icons shift a little,
+    or not, as a page loads, with claims or without: a CI run once saw a 0.0005
+    header shift without the script and none with it)."""
     path = DRIVEN[0]
     seen = []
     for script in (False, True):
