@@ -32,9 +32,16 @@ from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernel
 from sphinx.errors import ConfigError
 
 from autograd_docs import kernels as fork_kernels
-from autograd_docs.kernels import fork_server, page_client, page_runner, start_lock, warm_server
+from autograd_docs.kernels import (
+    fork_server,
+    page_client,
+    page_runner,
+    start_lock,
+    warm_server,
+    ways,
+)
 from autograd_docs.kernels.environment import kernel_environment
-from autograd_docs.kernels.ways import launcher_argv
+from autograd_docs.kernels.ways import kernel_manager_config, launcher_argv
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -73,7 +80,9 @@ class Kernel:
     """One page's kernel, as the build starts it."""
 
     def __init__(self, cwd: Path):
-        self.manager = KernelManager(kernel_name="python3")
+        self.sockets = tempfile.TemporaryDirectory(prefix="page-kernel-")
+        self.manager = KernelManager(kernel_name="python3",
+                                     config=kernel_manager_config(self.sockets.name))
         self.manager.start_kernel(cwd=str(cwd))
         self.client = self.manager.client()
         self.client.start_channels()
@@ -129,6 +138,7 @@ class Kernel:
     def shutdown(self) -> None:
         self.client.stop_channels()
         self.manager.shutdown_kernel()
+        self.sockets.cleanup()
 
 
 @pytest.fixture
@@ -247,8 +257,8 @@ def run_forked(server, page: nbformat.NotebookNode, cwd: Path, timeout: int = 60
 
 def run_in_kernel(page: nbformat.NotebookNode, cwd: Path) -> nbformat.NotebookNode:
     """The oracle: the same page in a Jupyter kernel (the server's kernelspec)."""
-    return nbclient.execute(page, cwd=str(cwd), timeout=60, allow_errors=False,
-                            kernel_name="python3")
+    return ways.run_in_kernel(nbclient.execute, page, str(cwd), timeout=60,
+                              allow_errors=False, kernel_name="python3")
 
 
 # What a kernel makes of a cell: every kind of output, in a kernel's order. Not
@@ -398,6 +408,20 @@ def test_a_kernel_is_forked_from_the_server_with_torch_already_imported(
                              atol=1e-6))
     """, timeout=120)
     assert result == {"stdout": "True\nTrue\n", "error": None}
+
+
+@pytest.mark.skipif(os.name != "posix", reason="kernels use TCP where there are no Unix sockets")
+def test_a_pages_kernel_is_reached_over_unix_sockets_it_leaves_nowhere(server, tmp_path):
+    """No TCP port for another process to take between jupyter_client choosing it
+    and the kernel binding it; the sockets are not in the page's folder, and go."""
+    page = notebook("""\
+        import ipykernel.connect
+        info = ipykernel.connect.get_connection_info(unpack=True)
+        print(info["transport"], info["ip"])""")
+    transport, ip = run_in_kernel(page, tmp_path).cells[0].outputs[0].text.split()
+    assert transport == "ipc"
+    assert not Path(ip).parent.exists(), f"{ip}: the kernel's sockets were left behind"
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_kernel_runs_with_the_builds_environment(kernel):

@@ -50,7 +50,7 @@ from autograd_docs._compat import config_value_at_setup
 from autograd_docs.execution import cache_key
 from autograd_docs.kernels import fork_server
 from autograd_docs.kernels.environment import kernel_environment
-from autograd_docs.kernels.ways import WAYS, Keep, PageExecution
+from autograd_docs.kernels.ways import WAYS, Keep, PageExecution, run_in_kernel
 
 logger = logging.getLogger(__name__)
 
@@ -194,7 +194,7 @@ def _execute_page(original):
     def executenb(notebook, cwd=None, **kwargs):
         kwargs = {**kwargs, **cache_key.NBCLIENT_OPTIONS}
         if _active is None:  # no page was to execute (_install_kernelspec): nbclient's own way
-            return original(notebook, cwd=cwd, **kwargs)
+            return run_in_kernel(original, notebook, cwd, **kwargs)
         return _active.execute(original, notebook, cwd, **kwargs)
 
     return executenb

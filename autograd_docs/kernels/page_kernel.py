@@ -3,8 +3,9 @@
 A build log must be clean to be useful, so this launcher drops exactly these
 records from ipykernel's log, and nothing else:
 
-* the warning, on every start, that TCP traffic is unencrypted: the build's
-  kernel manager always connects over TCP on 127.0.0.1;
+* the warning, on every start, that TCP traffic is unencrypted: where the
+  system has no Unix sockets, the build's kernel manager connects over TCP
+  on 127.0.0.1 (``ways.kernel_manager_config``);
 * the traceback of a reply that cannot be sent because the build has already
   closed the kernel's sockets: after a cell times out, the build reports the
   timeout and shuts the kernel down, and the interrupted cell's late reply then

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from nbformat import NotebookNode
 from sphinx.util import logging
+from traitlets.config import Config
 
 from autograd_docs.kernels import warm_server, wire
 from autograd_docs.kernels.fork_server import ForkServer
@@ -47,6 +49,26 @@ def launcher_argv(socket_path: str) -> list[str]:
         "-f",
         "{connection_file}",
     ]
+
+
+def kernel_manager_config(folder: str) -> Config:
+    """How every Jupyter kernel a page runs in is reached: over Unix sockets in
+    ``folder`` (a folder of its own), where the system has them. Over TCP,
+    jupyter_client picks free ports and the kernel binds them a moment later,
+    and another process can take one in between (a loaded test run once failed
+    so: "Address already in use")."""
+    if os.name != "posix":
+        return Config()
+    return Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(folder, "kernel")}})
+
+
+def run_in_kernel(
+    original: Callable, notebook: NotebookNode, cwd: str | None, **kwargs
+) -> NotebookNode:
+    """Run one page as nbclient's ``execute`` (``original``) does, in a Jupyter
+    kernel the kernelspec starts, reached as ``kernel_manager_config`` says."""
+    with tempfile.TemporaryDirectory(prefix="page-kernel-") as sockets:
+        return original(notebook, cwd=cwd, config=kernel_manager_config(sockets), **kwargs)
 
 
 @dataclass(frozen=True)
@@ -88,7 +110,7 @@ class PageExecution:
     ) -> NotebookNode:
         """Run one page, as ``original`` (nbclient's ``execute``, which starts
         the kernelspec's kernel) would."""
-        return original(notebook, cwd=cwd, **kwargs)
+        return run_in_kernel(original, notebook, cwd, **kwargs)
 
     def close(self) -> None:
         """Stop what ``start`` started (called by the build, never by a reader)."""
@@ -169,7 +191,7 @@ class ForkedPages(ForkedKernels):
         except ServerUnreachable as error:
             # As the launcher does: the page still runs, and says why it is slow.
             logger.info(f"fork server unreachable ({error}): this page runs in a kernel of its own")
-        return original(notebook, cwd=cwd, **kwargs)
+        return run_in_kernel(original, notebook, cwd, **kwargs)
 
 
 WAYS: dict[str, type[PageExecution]] = {
