@@ -54,13 +54,21 @@ def snippets_imported(source: str, snippets_dir: Path) -> list[Path]:
         if name in found or not path.is_file():
             continue
         found[name] = path
-        tree = ast.parse(path.read_text(encoding="utf8"), filename=str(path))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                pending += [alias.name.split(".")[0] for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                pending.append(node.module.split(".")[0])
+        pending += _top_level_imports(path.read_text(encoding="utf8"), str(path))
     return sorted(found.values())
+
+
+@cache
+def _top_level_imports(source: str, filename: str) -> tuple[str, ...]:
+    """The modules a Python source imports absolutely, by their first name.
+    Remembered by the text: every page of a build asks again about the same files."""
+    names: list[str] = []
+    for node in ast.walk(ast.parse(source, filename=filename)):
+        if isinstance(node, ast.Import):
+            names += [alias.name.split(".")[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.append(node.module.split(".")[0])
+    return tuple(names)
 
 
 def engine_sources(source: str) -> list[Path]:

@@ -53,16 +53,26 @@ class Words:
 
     def __init__(self, lang) -> None:
         self.lang = lang
+        # A word's stem, or None for a word the index leaves out. Remembered:
+        # the site has some 55,000 words and a few thousand different ones, and
+        # the stemmer was most of a no-change rebuild's time.
+        self._stems: dict[str, str | None] = {}
+
+    def _stem(self, part: str) -> str | None:
+        if part not in self._stems:
+            lower = part.lower()
+            # Numbers stay, unlike in Sphinx's index: pasted code has them.
+            keep = part and (lower.isdigit() or self.lang.word_filter(lower))
+            self._stems[part] = self.lang.stem(lower) if keep else None
+        return self._stems[part]
 
     def __call__(self, text: str) -> list[str]:
         stems = []
         for word in self.lang.split(text):
             # `zero_grad` is found as itself, and by `zero grad` too.
             for part in [word, *word.split("_")] if "_" in word.strip("_") else [word]:
-                lower = part.lower()
-                # Numbers stay, unlike in Sphinx's index: pasted code has them.
-                if part and (lower.isdigit() or self.lang.word_filter(lower)):
-                    stems.append(self.lang.stem(lower))
+                if (stem := self._stem(part)) is not None:
+                    stems.append(stem)
         return stems
 
 
@@ -166,7 +176,7 @@ def _link_target(app: Sphinx, docname: str, xref: addnodes.pending_xref) -> str 
     return None
 
 
-def anchor_texts(app: Sphinx, docnames: list[str]) -> dict[str, list[str]]:
+def anchor_texts(app: Sphinx, doctrees: dict[str, nodes.document]) -> dict[str, list[str]]:
     """docname -> the headings of other pages' sections that link to it.
 
     As web search reads link texts: the questions page asks, in readers'
@@ -176,8 +186,7 @@ def anchor_texts(app: Sphinx, docnames: list[str]) -> dict[str, list[str]]:
     """
     links: dict[str, set[tuple[str, str]]] = {}
     pages_with: Counter = Counter()
-    for docname in docnames:
-        doctree = app.env.get_doctree(docname)
+    for docname, doctree in doctrees.items():
         headings = {section[0].astext() for section in doctree.findall(nodes.section)}
         pages_with.update(headings)
         for xref in doctree.findall(addnodes.pending_xref):
@@ -204,10 +213,13 @@ def search_data(app: Sphinx) -> dict:
     vocabulary: dict[str, int] = {}
     apis = api_entries(app)
     pages = []
-    docnames = sorted(app.env.found_docs - NOT_SEARCHED)
-    anchors = anchor_texts(app, docnames)
-    for docname in docnames:
-        sections = page_sections(app.env.get_doctree(docname))
+    # Each read once (unpickled from the doctree cache): both passes need them all.
+    doctrees = {
+        name: app.env.get_doctree(name) for name in sorted(app.env.found_docs - NOT_SEARCHED)
+    }
+    anchors = anchor_texts(app, doctrees)
+    for docname, doctree in doctrees.items():
+        sections = page_sections(doctree)
         if not sections:
             continue
         # Sorted: the domain's objects come in the order parallel readers merged them.
