@@ -124,6 +124,8 @@ def test_the_comparison_covers_figures_and_notebooks(built_copy):
 FAILING_CELL = (PAGE, "z.backward(z)", "z.backward(z[:2])")  # a traceback report
 NEW_PAGE = ("docs/index.md", "reference/glossary", "random-page\nreference/glossary")  # its files
 TITLE = ("docs/figure-page.md", "# Plot the gradient", "# Plot the slope")  # every sidebar
+# The title test-page's notebook links with: its download follows (notebooks.py).
+LINKED_TITLE = ("docs/reference/glossary.md", "\n# Glossary\n", "\n# Words autograd uses\n")
 PROSE = (PAGE, "for the identity.", "for the identity, futurewarnings aside.")  # "futurewarn": []
 FIGURE = ("docs/figure-page.md", '"the gradient is 2z"', '"the gradient is twice z"')  # a figure
 SNIPPET = ("snippets/oracle.py", "Independent oracles", "Independent, edited oracles")  # downloads
@@ -150,13 +152,19 @@ def test_edits_then_reverts_leave_what_a_clean_build_writes(built_copy, warm_cop
 
     (warm_copy / "docs" / "random-page.md").unlink()
     edit(warm_copy, FAILING_CELL, NEW_PAGE, SNIPPET, undo=True)
-    edit(warm_copy, TITLE, PROSE, FIGURE)
+    edit(warm_copy, TITLE, LINKED_TITLE, PROSE, FIGURE)
     result = build(warm_copy)
     assert result.returncode == 0, result.log
+    download = warm_copy / "_build" / "html" / "test-page.ipynb"
+    assert "[Words autograd uses](" in download.read_text(encoding="utf8"), (
+        "the downloaded notebook still links the glossary by its old title")
 
-    edit(warm_copy, TITLE, undo=True)
+    edit(warm_copy, TITLE, LINKED_TITLE, undo=True)
     result = build(warm_copy)
     assert result.returncode == 0, result.log
+    # test-page itself did not change in this step: only what it links did.
+    assert "[Glossary](" in download.read_text(encoding="utf8"), (
+        "the downloaded notebook still links the glossary by its edited title")
 
     edit(warm_copy, PROSE, FIGURE, undo=True)
     result = build(warm_copy)

@@ -26,14 +26,16 @@ import ast
 import copy
 import datetime
 import importlib.metadata
+import json
 import platform
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import nbformat
 from sphinx.application import Sphinx
 
 from autograd_docs._compat import OUTPUT_FOLDER, intersphinx_urls, myst_config
+from autograd_docs.execution import cache_key
 from autograd_docs.execution.cache_key import snippets_imported
 from autograd_docs.execution.checks import HIDDEN_CHECK  # the tag of the build's own checks
 from autograd_docs.html import plain_markdown as plain
@@ -41,6 +43,8 @@ from autograd_docs.html import repository
 from autograd_docs.kernels.environment import source_date_epoch
 
 PROVENANCE = "provenance"  # the tag of the first two cells, and the metadata key
+# In the doctrees folder: per page, a digest of what its reader copy was made from.
+MADE_FROM = "reader-copies.json"
 
 
 @dataclass(frozen=True)
@@ -208,22 +212,10 @@ def reader_script(notebook: nbformat.NotebookNode) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def site_links(app: Sphinx, docname: str) -> plain.Links:
-    """Where the roles of ``docname``'s Markdown point: the pages of this site.
-
-    Absolute addresses under ``html_baseurl`` (the site's address, conf.py) when
-    it is set, else links relative to the page the notebook sits beside.
-    """
+def link_tables(app: Sphinx) -> dict[str, dict]:
+    """What every page's roles can name: the site's terms, labels, page titles,
+    intersphinx names and substitutions (``plain.Links``' dictionaries)."""
     env = app.env
-    base = app.config.html_baseurl
-
-    def url(target: str, anchor: str) -> str:
-        page = f"{target}.html" + (f"#{anchor}" if anchor else "")
-        if base:
-            return base.rstrip("/") + "/" + page
-        depth = docname.count("/")
-        return "../" * depth + page
-
     std = env.domains.standard_domain
     terms = {
         plain.normal(name): (doc, anchor)
@@ -233,15 +225,31 @@ def site_links(app: Sphinx, docname: str) -> plain.Links:
     labels = {name: (doc, anchor, title) for name, (doc, anchor, title) in std.labels.items()}
     for name, (doc, anchor) in std.anonlabels.items():
         labels.setdefault(name, (doc, anchor, ""))
-    return plain.Links(
-        url=url,
-        docname=docname,
-        terms=terms,
-        labels=labels,
-        titles={doc: title.astext() for doc, title in env.titles.items()},
-        api=intersphinx_urls(env),
-        substitutions={k: str(v) for k, v in app.config.myst_substitutions.items()},
-    )
+    return {
+        "terms": terms,
+        "labels": labels,
+        "titles": {doc: title.astext() for doc, title in env.titles.items()},
+        "api": intersphinx_urls(env),
+        "substitutions": {k: str(v) for k, v in app.config.myst_substitutions.items()},
+    }
+
+
+def site_links(app: Sphinx, docname: str, tables: dict[str, dict] | None = None) -> plain.Links:
+    """Where the roles of ``docname``'s Markdown point: the pages of this site.
+
+    Absolute addresses under ``html_baseurl`` (the site's address, conf.py) when
+    it is set, else links relative to the page the notebook sits beside.
+    """
+    base = app.config.html_baseurl
+
+    def url(target: str, anchor: str) -> str:
+        page = f"{target}.html" + (f"#{anchor}" if anchor else "")
+        if base:
+            return base.rstrip("/") + "/" + page
+        depth = docname.count("/")
+        return "../" * depth + page
+
+    return plain.Links(url=url, docname=docname, **(tables or link_tables(app)))
 
 
 def _executed_notebook(app: Sphinx, docname: str) -> Path:
@@ -264,22 +272,59 @@ def _write_if_changed(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf8")
 
 
+def _stable(value) -> object:
+    """JSON for what json cannot write: a set sorted (its order changes from one
+    run to the next), anything else as its text."""
+    return sorted(value, key=str) if isinstance(value, (set, frozenset)) else str(value)
+
+
+def _made_from(app: Sphinx, tables: dict, md_config, provenance: Provenance, snippets: Path) -> str:
+    """What every page's reader copy is made from besides the page's own executed
+    notebook: this package's code, the snippets, the site's links, MyST's options
+    and the provenance."""
+    files = [*cache_key.engine_files(), *sorted(snippets.glob("*.py"))]
+    options = {field.name: getattr(md_config, field.name) for field in fields(md_config)}
+    return cache_key.digest(
+        [
+            json.dumps([tables, options], sort_keys=True, default=_stable),
+            str(app.config.html_baseurl),
+            repr(provenance),
+            *(f"{path}:{path.read_text(encoding='utf8')}" for path in files),
+        ]
+    )
+
+
 def _copy_notebooks(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
     snippets_dir = Path(app.config.autograd_docs_snippets_dir)
-    md = plain.parser(myst_config(app))
+    md_config = myst_config(app)
+    md = plain.parser(md_config)
     provenance = Provenance.of_this_build(Path(app.confdir))
-    # Written every build (a page's links follow other pages' titles and labels),
-    # but only when the bytes differ.
+    tables = link_tables(app)
+    # A page's copy follows other pages' titles and labels, so each is made again
+    # whenever anything it is made from changed, and only then: making all of
+    # them was a third of a no-change rebuild.
+    made_from = _made_from(app, tables, md_config, provenance, snippets_dir)
+    record = Path(app.doctreedir) / MADE_FROM
+    before = json.loads(record.read_text(encoding="utf8")) if record.is_file() else {}
+    now = {}
     for docname in sorted(app.env.found_docs):
         notebook = _executed_notebook(app, docname)
         if not notebook.is_file():
             continue
-        executed = nbformat.read(notebook, as_version=4)
-        reader = reader_notebook(executed, snippets_dir, site_links(app, docname), md, provenance)
-        _write_if_changed(Path(app.outdir) / f"{docname}.ipynb", nbformat.writes(reader) + "\n")
-        _write_if_changed(Path(app.outdir) / f"{docname}.py", reader_script(reader))
+        text = notebook.read_text(encoding="utf8")
+        now[docname] = cache_key.digest([made_from, docname, text])
+        copies = [Path(app.outdir) / f"{docname}{suffix}" for suffix in (".ipynb", ".py")]
+        if before.get(docname) == now[docname] and all(path.is_file() for path in copies):
+            continue
+        executed = nbformat.reads(text, as_version=4)
+        links = site_links(app, docname, tables)
+        reader = reader_notebook(executed, snippets_dir, links, md, provenance)
+        _write_if_changed(copies[0], nbformat.writes(reader) + "\n")
+        _write_if_changed(copies[1], reader_script(reader))
+    if now != before:
+        record.write_text(json.dumps(now, indent=1, sort_keys=True) + "\n", encoding="utf8")
 
 
 def setup(app: Sphinx) -> dict:
