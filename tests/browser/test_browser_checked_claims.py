@@ -94,7 +94,7 @@ def detail_problems(page, claims: list[dict]) -> list[str]:
     for index in range(markers.count()):
         # A mouse click at the marker's place: if anything covered it, that would
         # get the click and the detail would stay shut. (force: no waiting for
-        # animation frames to see it is still; nothing on the page moves.)
+        # the marker to hold still over two frames; nothing on the page animates.)
         markers.nth(index).click(force=True)
     problems = []
     for index, (expanded, shown, text, href) in enumerate(page.evaluate(DETAILS)):
