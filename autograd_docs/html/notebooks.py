@@ -36,7 +36,6 @@ from sphinx.application import Sphinx
 
 from autograd_docs._compat import OUTPUT_FOLDER, intersphinx_urls, myst_config
 from autograd_docs.execution import cache_key
-from autograd_docs.execution.cache_key import snippets_imported
 from autograd_docs.execution.checks import HIDDEN_CHECK  # the tag of the build's own checks
 from autograd_docs.html import plain_markdown as plain
 from autograd_docs.html import repository
@@ -120,7 +119,7 @@ def reader_notebook(
             cell for cell in notebook.cells if cell.cell_type != "markdown" or cell.source.strip()
         ]
     code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
-    snippets = snippets_imported(code, snippets_dir)
+    snippets = cache_key.snippets_imported(code, snippets_dir)
     preface = []
     if provenance is not None:
         preface += provenance.cells()
