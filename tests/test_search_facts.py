@@ -1,0 +1,115 @@
+"""The search data's per-page cache (autograd_docs/html/search.py's FactsCache):
+a rebuild takes an unchanged page's facts from the last build and recomputes a
+changed page's, and what it keeps is what a fresh reading gives.
+(That the whole searchdata.js of an edited-then-reverted site is a clean build's
+bytes, tests/test_reproducible.py checks.)"""
+
+from __future__ import annotations
+
+import json
+import logging
+import pickle
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from docutils import nodes
+from docutils.frontend import get_default_settings
+from docutils.parsers.rst import Parser
+from docutils.utils import new_document
+from sphinx.search.en import SearchEnglish
+
+from autograd_docs.html import search
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCTREES = ROOT / "_build" / "doctrees"
+
+
+def doctree(heading: str, prose: str) -> nodes.document:
+    document = new_document("page", get_default_settings(Parser))
+    section = nodes.section(ids=[heading.lower()])
+    section += nodes.title(text=heading)
+    section += nodes.paragraph(text=prose)
+    document += section
+    return document
+
+
+class Site:
+    """What FactsCache asks of the application: the doctree folder, the search
+    options, and the doctrees, whose loads it counts."""
+
+    def __init__(self, folder: Path, options: dict | None = None) -> None:
+        self.trees: dict[str, nodes.document] = {}
+        self.loaded: list[str] = []
+        self.doctreedir = str(folder)
+        self.config = SimpleNamespace(html_search_options=options or {})
+        self.env = SimpleNamespace(get_doctree=self._load)
+
+    def write(self, docname: str, heading: str, prose: str) -> None:
+        self.trees[docname] = doctree(heading, prose)
+        Path(self.doctreedir, f"{docname}.doctree").write_bytes(pickle.dumps(self.trees[docname]))
+
+    def _load(self, docname: str) -> nodes.document:
+        self.loaded.append(docname)
+        return self.trees[docname]
+
+    def facts(self) -> dict[str, dict]:
+        cache, words = search.FactsCache(self), search.Words(SearchEnglish({}))
+        found = {name: cache.facts(name, words) for name in sorted(self.trees)}
+        cache.save(sorted(self.trees))
+        return found
+
+
+def test_a_rebuild_reads_only_the_pages_whose_doctree_changed(tmp_path):
+    site = Site(tmp_path)
+    site.write("a", "Jacobians", "A Jacobian holds every partial derivative.")
+    site.write("b", "Seeds", "The seed weights the outputs.")
+    first = site.facts()
+    assert site.loaded == ["a", "b"]
+
+    site.loaded.clear()
+    assert site.facts() == first and site.loaded == [], "nothing changed: nothing read"
+
+    site.write("b", "Seeds", "The gradient argument weights the outputs.")
+    again = site.facts()
+    assert site.loaded == ["b"]
+    assert again["a"] == first["a"]
+    assert "argument" in again["b"]["sections"][0]["prose"], again["b"]
+
+
+def test_kept_facts_are_dropped_when_the_rules_that_made_them_change(tmp_path):
+    site = Site(tmp_path)
+    site.write("a", "Jacobians", "prose")
+    site.facts()
+    other_options = Site(tmp_path, {"type": "default", "scorer": "other.js"})
+    other_options.trees = site.trees
+    other_options.facts()
+    assert other_options.loaded == ["a"], "other search options: the page is read again"
+
+
+# What the cache file may hold instead of facts, and whether the build says so
+# (facts kept under other rules are no fault: they are dropped without a word).
+@pytest.mark.parametrize(("kept", "said"), [("{not json", True), ("[]", True),
+                                            ('{"rules": "other"}', False)])
+def test_an_unreadable_cache_is_said_and_every_page_read(tmp_path, caplog, kept, said):
+    caplog.set_level(logging.INFO)
+    site = Site(tmp_path)
+    site.write("a", "Jacobians", "prose")
+    (tmp_path / search.FactsCache.FILE).write_text(kept)
+    site.facts()
+    assert site.loaded == ["a"]
+    assert (f"{search.FactsCache.FILE} unreadable" in caplog.text) == said, caplog.text
+    assert json.loads((tmp_path / search.FactsCache.FILE).read_text())["pages"].keys() == {"a"}
+
+
+@pytest.mark.build
+def test_what_the_last_build_kept_is_what_its_doctrees_give():
+    kept_file = DOCTREES / search.FactsCache.FILE
+    if not kept_file.is_file():
+        pytest.fail(f"no {kept_file.relative_to(ROOT)}: run `make html` first", pytrace=False)
+    kept = json.loads(kept_file.read_text(encoding="utf8"))["pages"]
+    words = search.Words(SearchEnglish({}))
+    assert len(kept) > 30
+    for docname, (_digest, facts) in kept.items():
+        tree = pickle.loads((DOCTREES / f"{docname}.doctree").read_bytes())
+        assert search.page_facts(tree, words) == facts, f"{docname}: stale search facts"
