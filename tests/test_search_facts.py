@@ -67,14 +67,21 @@ def test_a_rebuild_reads_only_the_pages_whose_doctree_changed(tmp_path):
     first = site.facts()
     assert site.loaded == ["a", "b"]
 
+    kept = tmp_path / search.FactsCache.FILE
+    written = kept.stat().st_mtime_ns
     site.loaded.clear()
     assert site.facts() == first and site.loaded == [], "nothing changed: nothing read"
+    assert kept.stat().st_mtime_ns == written, "nothing changed: nothing written"
 
     site.write("b", "Seeds", "The gradient argument weights the outputs.")
     again = site.facts()
     assert site.loaded == ["b"]
     assert again["a"] == first["a"]
     assert "argument" in again["b"]["sections"][0]["prose"], again["b"]
+
+    del site.trees["a"]
+    site.facts()
+    assert json.loads(kept.read_text())["pages"].keys() == {"b"}, "a removed page's facts go"
 
 
 def test_kept_facts_are_dropped_when_the_rules_that_made_them_change(tmp_path):
@@ -90,7 +97,8 @@ def test_kept_facts_are_dropped_when_the_rules_that_made_them_change(tmp_path):
 # What the cache file may hold instead of facts, and whether the build says so
 # (facts kept under other rules are no fault: they are dropped without a word).
 @pytest.mark.parametrize(("kept", "said"), [("{not json", True), ("[]", True),
-                                            ('{"rules": "other"}', False)])
+                                            ('{"rules": "other", "pages": []}', True),
+                                            ('{"rules": "other", "pages": {}}', False)])
 def test_an_unreadable_cache_is_said_and_every_page_read(tmp_path, caplog, kept, said):
     caplog.set_level(logging.INFO)
     site = Site(tmp_path)

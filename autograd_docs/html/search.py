@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -232,29 +233,39 @@ class FactsCache:
         )
         self.rules = rules.hexdigest()
         self.pages: dict[str, list] = {}
+        self.changed = True  # until what was kept is found and taken
         try:
             kept = json.loads(self.path.read_text(encoding="utf8"))
+            if not isinstance(kept, dict) or not isinstance(kept.get("pages"), dict):
+                raise ValueError("not a record of pages")
             if kept.get("rules") == self.rules:
-                self.pages = kept["pages"]
+                self.pages, self.changed = kept["pages"], False
         except FileNotFoundError:
             pass
-        except (OSError, ValueError, KeyError, AttributeError) as error:
+        except (OSError, ValueError) as error:
             logger.info(f"{self.path} unreadable ({error}): every page's search facts recomputed")
 
     def facts(self, docname: str, words: Words) -> dict:
         doctree_file = Path(self.app.doctreedir) / f"{docname}.doctree"
         digest = hashlib.sha256(doctree_file.read_bytes()).hexdigest()
         kept = self.pages.get(docname)
-        if kept is None or kept[0] != digest:
+        if not (isinstance(kept, list) and len(kept) == 2 and kept[0] == digest):
             kept = self.pages[docname] = [
                 digest,
                 page_facts(self.app.env.get_doctree(docname), words),
             ]
+            self.changed = True
         return kept[1]
 
     def save(self, docnames: list[str]) -> None:
+        """Keep the facts of ``docnames`` (a removed page's are dropped), if any
+        changed; whole or not at all, so an interrupted build leaves the last."""
+        if not self.changed and self.pages.keys() == set(docnames):
+            return
         pages = {name: self.pages[name] for name in docnames}
-        self.path.write_text(json.dumps({"rules": self.rules, "pages": pages}), encoding="utf8")
+        partial = self.path.with_suffix(".partial")
+        partial.write_text(json.dumps({"rules": self.rules, "pages": pages}), encoding="utf8")
+        os.replace(partial, self.path)
 
 
 def anchor_texts(app: Sphinx, facts: dict[str, dict]) -> dict[str, list[str]]:
