@@ -50,11 +50,12 @@ pytest: $(INSTALLED) $(NODE_MODULES) ## Run the snippets and tests/ (tests/brows
 
 # livehtml drops -W: a mistake is reported and the server keeps serving. The fork
 # server stays warm for the whole preview (an hour between saves at most) and is
-# stopped with it (autograd_docs/kernels/warm_server.py).
+# stopped with it (autograd_docs/kernels/warm_server.py). Each rebuild runs in a
+# fork of a process that imported Sphinx once (autograd_docs/devkit/warm_autobuild.py).
 livehtml: $(INSTALLED) $(NODE_MODULES) ## Serve the site and rebuild on every edit in docs/ or snippets/
 	AUTOGRAD_DOCS_SERVER_IDLE=$${AUTOGRAD_DOCS_SERVER_IDLE:-3600} bash -c 'trap exit INT TERM HUP; \
 	  trap "$(PYTHON) -m autograd_docs.kernels stop ." EXIT; \
-	  $(PYTHON) -m sphinx_autobuild -c . $(filter-out -W,$(STRICT)) -d $(BUILDDIR)/doctrees \
+	  $(PYTHON) -m autograd_docs.devkit.warm_autobuild -c . $(filter-out -W,$(STRICT)) -d $(BUILDDIR)/doctrees \
 	  --watch snippets --watch conf.py --ignore "*/.jupyter_cache/*" \
 	  --port $${PORT:-8000} docs $(BUILDDIR)/html'
 

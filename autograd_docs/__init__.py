@@ -15,25 +15,33 @@ if TYPE_CHECKING:  # pages' kernels import autograd_docs.claim_record: keep it l
     from sphinx.application import Sphinx
 
 
+# The parts, in the order ``setup`` loads them (``make livehtml`` imports them ahead,
+# devkit/warm_autobuild.py). First: on a clean build, the fork server's imports
+# overlap loading the rest.
+PARTS = (
+    "autograd_docs.kernels",  # the kernelspec; the fork server
+    "autograd_docs.build_log",  # a line per page, problems at the end
+    "myst_nb",  # the parts below hook into it
+    "autograd_docs.execution",  # cache keys, cell checks
+    "autograd_docs.reading_order",  # executed pages spread over readers
+    "autograd_docs.saved_config",  # a no-change rebuild re-reads nothing
+    "autograd_docs.authoring",  # refs, toctrees, includes, doctests
+    "autograd_docs.api_roles",  # {py:func} and kin: checked, indexed
+    "autograd_docs.html.svg_math",  # equations drawn to SVG
+    "autograd_docs.html.code_tokens",  # no span for what looks plain
+    "autograd_docs.html.notebooks",  # .ipynb downloads
+    "autograd_docs.html.page_origin",  # torch, last change, edit links
+    "autograd_docs.html.sitemap",  # sitemap.xml, robots.txt
+    "autograd_docs.html.search",  # what search.html ranks pages with
+    "autograd_docs.html.hidden_cells",  # axe: hidden cells named
+    "autograd_docs.html.checked_claims",  # readers see what was proved
+    "autograd_docs.html.reproducible",  # incremental builds equal clean
+)
+
+
 def setup(app: Sphinx) -> dict:
-    # First: on a clean build, the fork server's imports overlap loading the rest.
-    app.setup_extension("autograd_docs.kernels")  # the kernelspec; the fork server
-    app.setup_extension("autograd_docs.build_log")  # a line per page, problems at the end
-    app.setup_extension("myst_nb")  # the parts below hook into it
-    app.setup_extension("autograd_docs.execution")  # cache keys, cell checks
-    app.setup_extension("autograd_docs.reading_order")  # executed pages spread over readers
-    app.setup_extension("autograd_docs.saved_config")  # a no-change rebuild re-reads nothing
-    app.setup_extension("autograd_docs.authoring")  # refs, toctrees, includes, doctests
-    app.setup_extension("autograd_docs.api_roles")  # {py:func} and kin: checked, indexed
-    app.setup_extension("autograd_docs.html.svg_math")  # equations drawn to SVG
-    app.setup_extension("autograd_docs.html.code_tokens")  # no span for what looks plain
-    app.setup_extension("autograd_docs.html.notebooks")  # .ipynb downloads
-    app.setup_extension("autograd_docs.html.page_origin")  # torch, last change, edit links
-    app.setup_extension("autograd_docs.html.sitemap")  # sitemap.xml, robots.txt
-    app.setup_extension("autograd_docs.html.search")  # what search.html ranks pages with
-    app.setup_extension("autograd_docs.html.hidden_cells")  # axe: hidden cells named
-    app.setup_extension("autograd_docs.html.checked_claims")  # readers see what was proved
-    app.setup_extension("autograd_docs.html.reproducible")  # incremental builds equal clean
+    for part in PARTS:
+        app.setup_extension(part)
     # Imported here, not with the module: the kernels import the package (above).
     from importlib.metadata import version
 

@@ -6,10 +6,15 @@ started again on another). The
 test saves a broken cell into a page, checks that the server keeps serving and
 that its log names the error, saves the fix, and checks the page shows the new
 output, forked from a fork server that stays warm while the preview lives and
-stops with it. It stops the server's whole process group, whatever happens.
+stops with it, each rebuild run in a fork of the preview's warm process
+(``warm_autobuild``; the tests below check the fork, the cold rebuild once a file
+imported ahead has changed, and the hand-over from sphinx-autobuild). It stops the
+server's whole process group, whatever happens.
 """
 
+import importlib
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -17,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from autograd_docs.build_log import problems
-from autograd_docs.devkit import livehtml
+from autograd_docs.devkit import livehtml, warm_autobuild
 from autograd_docs.devkit.builds import write
 from autograd_docs.kernels import IDLE_SWITCH, warm_server
 
@@ -80,8 +85,67 @@ def test_livehtml_survives_a_broken_cell_and_shows_the_fix(warm_copy, monkeypatc
         wait_for(lambda: "the fix is live" in livehtml.fetch(url)[1], "the fixed output",
                  deadline, log, server)
         assert (warm / "server.sock").exists(), "the pages were forked from a warm server"
+        said = log.read_text()
+        assert f"{warm_autobuild.SAYS} each rebuild forks this process" in said, said
+        assert "changed since the preview started" not in said, said
     finally:
         livehtml.stop(server)
     with pytest.raises(ProcessLookupError):
         os.killpg(server.pid, 0)  # nothing of the server is left
     assert not warm.exists(), "the warm fork server stopped with the preview"
+
+
+# -- The rebuilds forked from a process that imported Sphinx once (warm_autobuild) --
+
+def test_a_rebuild_runs_sphinx_in_a_fork_that_already_has_its_imports(tmp_path, monkeypatch):
+    seen = tmp_path / "seen"
+
+    def main(arguments):  # stands in for sphinx.cmd.build.main, in the fork
+        seen.write_text(f"{os.getpid()} {os.getppid()} {' '.join(arguments)}")
+        return 3
+
+    monkeypatch.setattr("sphinx.cmd.build.main", main)
+    warm = warm_autobuild.WarmSphinx(warm_autobuild.modification_times())
+    assert warm(["build", "-b", "html"]) == 3, "the fork's exit code is the build's"
+    pid, parent, arguments = seen.read_text().split(" ", 2)
+    assert int(parent) == os.getpid() != int(pid), "a child of this process ran it"
+    assert arguments == "build -b html"
+
+
+def test_a_file_changed_since_the_start_makes_the_rebuild_cold_and_says_so(
+        tmp_path, monkeypatch, capsys):
+    (tmp_path / "engine_part.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("engine_part")
+    warm = warm_autobuild.WarmSphinx(warm_autobuild.modification_times())
+    os.utime(tmp_path / "engine_part.py", ns=(1, 1))
+    ran = []
+    monkeypatch.setattr(subprocess, "run", lambda command: ran.append(command) or
+                        subprocess.CompletedProcess(command, 0))
+    assert warm(["build", "-b", "html"]) == 0
+    assert ran == [[sys.executable, "-m", "sphinx", "build", "-b", "html"]]
+    said = capsys.readouterr().out
+    assert "engine_part.py changed since the preview started" in said
+    assert "restart `make livehtml`" in said
+
+
+def test_the_extensions_conf_py_lists_are_read_not_run(tmp_path):
+    conf = tmp_path / "conf.py"
+    conf.write_text("raise SystemExit('run')\nextensions = ['a', 'b.c']\n")
+    assert warm_autobuild.conf_extensions(conf) == ["a", "b.c"]
+    conf.write_text("extensions = list(['computed'])\n")
+    assert warm_autobuild.conf_extensions(conf) == []
+    real = warm_autobuild.conf_extensions(Path(__file__).parents[1] / "conf.py")
+    assert "autograd_docs" in real
+
+
+def test_sphinx_autobuild_hands_its_sphinx_command_over_and_runs_the_rest(monkeypatch):
+    from autograd_docs._compat import autobuild
+
+    given = []
+    shim = autobuild._Subprocess(lambda arguments: given.append(arguments) or 2)
+    with pytest.raises(subprocess.CalledProcessError):
+        shim.run([sys.executable, "-m", "sphinx", "build", "docs", "out"], check=True)
+    assert given == [["build", "docs", "out"]]
+    assert shim.run([sys.executable, "-c", "pass"], check=True).returncode == 0
+    assert given == [["build", "docs", "out"]], "a pre- or post-build command runs as it is"

@@ -9,7 +9,9 @@ version, so the bump cannot land without someone re-checking these hooks.
 
 One private hook lives elsewhere: ``kernels/child.py`` calls
 ``atexit._run_exitfuncs`` (CPython) in a forked kernel before ``os._exit``; the
-server runs as a plain script and imports nothing from this package.
+server runs as a plain script and imports nothing from this package. And one is
+not imported here: ``autobuild.py`` (sphinx-autobuild), which only ``make
+livehtml`` uses, so that a build never imports sphinx-autobuild.
 """
 
 from autograd_docs._compat.jupyter import (
@@ -50,6 +52,7 @@ WRITTEN_AGAINST = {
     "myst-nb": "1.4.0",
     "jupyter-cache": "1.0.1",
     "nbclient": "0.11.0",
+    "sphinx-autobuild": "2025.8.25",
 }
 
 __all__ = [

@@ -10,7 +10,9 @@ lives here, once:
 - ``executed``: the notebooks a build executed, each code cell's outputs by the
   page and line of the cell;
 - ``livehtml``: ``make livehtml`` started on a free port, fetched from, and
-  stopped with its whole process group.
+  stopped with its whole process group;
+- ``warm_autobuild``: what ``make livehtml`` runs, sphinx-autobuild with each
+  rebuild forked from a process that imported Sphinx and the extensions once.
 
 The engine (``autograd_docs``) never imports it.
 """
