@@ -14,8 +14,10 @@ server's whole process group, whatever happens.
 
 import importlib
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -87,6 +89,8 @@ def test_livehtml_survives_a_broken_cell_and_shows_the_fix(warm_copy, monkeypatc
         assert (warm / "server.sock").exists(), "the pages were forked from a warm server"
         said = log.read_text()
         assert f"{warm_autobuild.SAYS} each rebuild forks this process" in said, said
+        # The first build, the broken one and the fix: each in a fork.
+        assert said.count(f"{warm_autobuild.SAYS} rebuilding in a fork") >= 3, said
         assert "changed since the preview started" not in said, said
     finally:
         livehtml.stop(server)
@@ -110,6 +114,32 @@ def test_a_rebuild_runs_sphinx_in_a_fork_that_already_has_its_imports(tmp_path, 
     pid, parent, arguments = seen.read_text().split(" ", 2)
     assert int(parent) == os.getpid() != int(pid), "a child of this process ran it"
     assert arguments == "build -b html"
+
+
+def test_ctrl_c_stops_a_forked_rebuild_though_the_server_only_notes_it(tmp_path, monkeypatch):
+    """uvicorn's SIGINT handler only sets a flag; the fork must not inherit it."""
+    started = tmp_path / "started"
+
+    def main(arguments):  # a slow build, in the fork
+        started.write_text(str(os.getpid()))
+        time.sleep(60)
+        return 0
+
+    monkeypatch.setattr("sphinx.cmd.build.main", main)
+    before = signal.signal(signal.SIGINT, lambda *_: None)  # as uvicorn's: noted, not acted on
+
+    def interrupt():
+        while not started.exists() or not started.read_text():
+            time.sleep(0.05)
+        os.kill(int(started.read_text()), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    begun = time.monotonic()
+    try:
+        code = warm_autobuild.WarmSphinx(warm_autobuild.modification_times())(["build"])
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert code == 130 and time.monotonic() - begun < 30, code
 
 
 def test_a_file_changed_since_the_start_makes_the_rebuild_cold_and_says_so(

@@ -35,33 +35,37 @@ def doctree(heading: str, prose: str) -> nodes.document:
 
 
 class Site:
-    """What FactsCache asks of the application: the doctree folder, the search
-    options, and the doctrees, whose loads it counts."""
+    """What FactsCache asks of the application (the doctree folder, the search
+    options), and the pages whose facts it computed (``read``: their docnames)."""
 
-    def __init__(self, folder: Path, options: dict | None = None) -> None:
-        self.trees: dict[str, nodes.document] = {}
+    def __init__(self, folder: Path, monkeypatch, options: dict | None = None) -> None:
+        self.pages: set[str] = set()
         self.loaded: list[str] = []
         self.doctreedir = str(folder)
         self.config = SimpleNamespace(html_search_options=options or {})
-        self.env = SimpleNamespace(get_doctree=self._load)
+        computed = search.page_facts
+
+        def counted(tree, words):
+            self.loaded.append(tree["docname"])
+            return computed(tree, words)
+
+        monkeypatch.setattr(search, "page_facts", counted)
 
     def write(self, docname: str, heading: str, prose: str) -> None:
-        self.trees[docname] = doctree(heading, prose)
-        Path(self.doctreedir, f"{docname}.doctree").write_bytes(pickle.dumps(self.trees[docname]))
-
-    def _load(self, docname: str) -> nodes.document:
-        self.loaded.append(docname)
-        return self.trees[docname]
+        tree = doctree(heading, prose)
+        tree["docname"] = docname
+        self.pages.add(docname)
+        Path(self.doctreedir, f"{docname}.doctree").write_bytes(pickle.dumps(tree))
 
     def facts(self) -> dict[str, dict]:
         cache, words = search.FactsCache(self), search.Words(SearchEnglish({}))
-        found = {name: cache.facts(name, words) for name in sorted(self.trees)}
-        cache.save(sorted(self.trees))
+        found = {name: cache.facts(name, words) for name in sorted(self.pages)}
+        cache.save(sorted(self.pages))
         return found
 
 
-def test_a_rebuild_reads_only_the_pages_whose_doctree_changed(tmp_path):
-    site = Site(tmp_path)
+def test_a_rebuild_reads_only_the_pages_whose_doctree_changed(tmp_path, monkeypatch):
+    site = Site(tmp_path, monkeypatch)
     site.write("a", "Jacobians", "A Jacobian holds every partial derivative.")
     site.write("b", "Seeds", "The seed weights the outputs.")
     first = site.facts()
@@ -79,19 +83,24 @@ def test_a_rebuild_reads_only_the_pages_whose_doctree_changed(tmp_path):
     assert again["a"] == first["a"]
     assert "argument" in again["b"]["sections"][0]["prose"], again["b"]
 
-    del site.trees["a"]
+    site.pages.remove("a")
     site.facts()
     assert json.loads(kept.read_text())["pages"].keys() == {"b"}, "a removed page's facts go"
 
 
-def test_kept_facts_are_dropped_when_the_rules_that_made_them_change(tmp_path):
-    site = Site(tmp_path)
+def test_kept_facts_are_dropped_when_the_rules_that_made_them_change(tmp_path, monkeypatch):
+    site = Site(tmp_path, monkeypatch)
     site.write("a", "Jacobians", "prose")
     site.facts()
-    other_options = Site(tmp_path, {"type": "default", "scorer": "other.js"})
-    other_options.trees = site.trees
+    other_options = Site(tmp_path, monkeypatch, {"type": "default", "scorer": "other.js"})
+    other_options.pages = site.pages
     other_options.facts()
     assert other_options.loaded == ["a"], "other search options: the page is read again"
+    other_packages = Site(tmp_path, monkeypatch, {"type": "default", "scorer": "other.js"})
+    other_packages.pages = site.pages
+    monkeypatch.setattr(search, "environment_fingerprint", lambda: "another stemmer")
+    other_packages.facts()
+    assert other_packages.loaded == ["a"], "other packages (a stemmer, docutils): read again"
 
 
 # What the cache file may hold instead of facts, and whether the build says so
@@ -99,9 +108,10 @@ def test_kept_facts_are_dropped_when_the_rules_that_made_them_change(tmp_path):
 @pytest.mark.parametrize(("kept", "said"), [("{not json", True), ("[]", True),
                                             ('{"rules": "other", "pages": []}', True),
                                             ('{"rules": "other", "pages": {}}', False)])
-def test_an_unreadable_cache_is_said_and_every_page_read(tmp_path, caplog, kept, said):
+def test_an_unreadable_cache_is_said_and_every_page_read(tmp_path, monkeypatch, caplog, kept,
+                                                         said):
     caplog.set_level(logging.INFO)
-    site = Site(tmp_path)
+    site = Site(tmp_path, monkeypatch)
     site.write("a", "Jacobians", "prose")
     (tmp_path / search.FactsCache.FILE).write_text(kept)
     site.facts()

@@ -8,8 +8,9 @@ first: ``tests/test_engine.py`` fails until ``WRITTEN_AGAINST`` says the new
 version, so the bump cannot land without someone re-checking these hooks.
 
 One private hook lives elsewhere: ``kernels/child.py`` calls
-``atexit._run_exitfuncs`` (CPython) in a forked kernel before ``os._exit``; the
-server runs as a plain script and imports nothing from this package. And one is
+``atexit._run_exitfuncs`` (CPython) in a forked kernel before ``os._exit``, as
+``devkit/warm_autobuild.py`` does (with ``atexit._clear``) in a forked rebuild;
+the server runs as a plain script and imports nothing from this package. And one is
 not imported here: ``autobuild.py`` (sphinx-autobuild), which only ``make
 livehtml`` uses, so that a build never imports sphinx-autobuild.
 """

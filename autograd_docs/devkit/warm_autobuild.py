@@ -20,8 +20,10 @@ sphinx-autobuild's own does, and the log says which file and what to do.
 from __future__ import annotations
 
 import ast
+import atexit
 import importlib
 import os
+import signal
 import subprocess
 import sys
 import traceback
@@ -103,27 +105,53 @@ class WarmSphinx:
                 flush=True,
             )
             return subprocess.run([sys.executable, "-m", "sphinx", *arguments]).returncode
-        sys.stdout.flush()
-        sys.stderr.flush()
+        _flush()
         child = os.fork()
         if child == 0:
-            code = 1
-            try:
-                from sphinx.cmd.build import main
-
-                code = main(arguments)
-            except SystemExit as exit_:
-                code = exit_.code if isinstance(exit_.code, int) else 1
-            except BaseException:
-                traceback.print_exc()
-            finally:
-                # Not the exit handlers of the process forked from; what the
-                # build opened it closes at build-finished (kernels._close).
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(code)
+            _build_here(arguments)  # never returns
         _, status = os.waitpid(child, 0)
         return os.waitstatus_to_exitcode(status)
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # a closed pipe (`| tee` gone), Ctrl-C: nothing to save
+            pass
+
+
+def _build_here(arguments: list[str]) -> None:
+    """In the fork: run Sphinx as a fresh ``python -m sphinx`` would, then exit,
+    whatever happens; never return into the code that forked."""
+    code = 1
+    try:
+        # What the forking process set up is not Sphinx's: sphinx-autobuild's
+        # server (uvicorn) turns SIGINT and SIGTERM into "exit later", and its
+        # exit handlers are its own. Python's defaults, as a new interpreter has.
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for signum in (signal.SIGTERM, signal.SIGCHLD):
+            signal.signal(signum, signal.SIG_DFL)
+        atexit._clear()  # CPython's, as kernels/child.py uses its _run_exitfuncs
+        print(
+            f"{SAYS} rebuilding in a fork of the preview's process (pid {os.getpid()})", flush=True
+        )
+        from sphinx.cmd.build import main
+
+        code = main(arguments)
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    except KeyboardInterrupt:
+        code = 130
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        try:
+            atexit._run_exitfuncs()  # what the build registered (kernels' close)
+        finally:
+            _flush()
+            os._exit(code)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -21,21 +21,26 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 import re
 from collections import Counter
 from pathlib import Path
 
-import sphinx
 from docutils import nodes
 from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.search.en import SearchEnglish
 from sphinx.util import docname_join, logging
 
+from autograd_docs.execution.cache_key import digest, environment_fingerprint
+
 logger = logging.getLogger(__name__)
 
 DATA_FILE = "searchdata.js"
 SYNONYMS = Path(__file__).with_name("search_synonyms.txt")
+# This module's code as imported, for FactsCache's rules (read now: an edit made
+# during a build must not label facts the old code made).
+_THIS_MODULE = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 # Not content: nothing to find there.
 NOT_SEARCHED = {"genindex", "search", "404"}
 SUMMARY_CHARS = 180
@@ -220,18 +225,16 @@ class FactsCache:
     """Each page's facts, kept in the doctree folder between builds and taken
     again while the page's doctree file is the same bytes: a rebuild reads and
     walks only the doctrees that changed (all 36 took 0.7 s of every rebuild).
-    Kept only for the same rules: this module, Sphinx and the search options."""
+    Kept only for the same rules: this module as imported, Python and every
+    installed package (Sphinx, docutils, the stemmer), and the search options."""
 
     FILE = "search-facts.json"
 
     def __init__(self, app: Sphinx) -> None:
         self.app = app
         self.path = Path(app.doctreedir) / self.FILE
-        rules = hashlib.sha256(Path(__file__).read_bytes())
-        rules.update(
-            f"{sphinx.__version__} {sorted(app.config.html_search_options.items())}".encode()
-        )
-        self.rules = rules.hexdigest()
+        options = sorted(app.config.html_search_options.items())
+        self.rules = digest([_THIS_MODULE, environment_fingerprint(), repr(options)])
         self.pages: dict[str, list] = {}
         self.changed = True  # until what was kept is found and taken
         try:
@@ -246,14 +249,13 @@ class FactsCache:
             logger.info(f"{self.path} unreadable ({error}): every page's search facts recomputed")
 
     def facts(self, docname: str, words: Words) -> dict:
-        doctree_file = Path(self.app.doctreedir) / f"{docname}.doctree"
-        digest = hashlib.sha256(doctree_file.read_bytes()).hexdigest()
+        # The bytes hashed are the bytes read: another build rewriting the file
+        # meanwhile cannot pair one version's digest with another's facts.
+        pickled = (Path(self.app.doctreedir) / f"{docname}.doctree").read_bytes()
+        same_bytes = hashlib.sha256(pickled).hexdigest()
         kept = self.pages.get(docname)
-        if not (isinstance(kept, list) and len(kept) == 2 and kept[0] == digest):
-            kept = self.pages[docname] = [
-                digest,
-                page_facts(self.app.env.get_doctree(docname), words),
-            ]
+        if not (isinstance(kept, list) and len(kept) == 2 and kept[0] == same_bytes):
+            kept = self.pages[docname] = [same_bytes, page_facts(pickle.loads(pickled), words)]
             self.changed = True
         return kept[1]
 
@@ -263,7 +265,7 @@ class FactsCache:
         if not self.changed and self.pages.keys() == set(docnames):
             return
         pages = {name: self.pages[name] for name in docnames}
-        partial = self.path.with_suffix(".partial")
+        partial = self.path.with_suffix(f".{os.getpid()}.partial")  # builds may overlap
         partial.write_text(json.dumps({"rules": self.rules, "pages": pages}), encoding="utf8")
         os.replace(partial, self.path)
 

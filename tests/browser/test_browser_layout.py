@@ -87,6 +87,8 @@ TOLERANCE = 10  # px: the target within this of where the browser aims it
 
 def missed(landing: dict) -> str | None:
     """Why a heading did not land, or None when it did."""
+    if "error" in landing:
+        return f"not measured: {landing['error']}"
     on_screen = (landing["headingTop"] >= landing["headerBottom"]
                  and landing["headingBottom"] <= landing["height"])
     if abs(landing["top"] - landing["aim"]) <= TOLERANCE and on_screen:
@@ -102,10 +104,14 @@ def missed(landing: dict) -> str | None:
 # (null until it rests), so that each window is measured without waiting for the others.
 START_LANDING = f"""args => {{
   window.landed = null;
-  ({LANDING})(args).then(where => {{ window.landed = where; }});
+  ({LANDING})(args).then(where => {{ window.landed = where; }},
+                         error => {{ window.landed = {{error: String(error)}}; }});
 }}"""
 STILL_FRAMES = 6  # frames in a row without movement: the page has come to rest
 POLL = 0.05  # s between looks at the windows still scrolling
+# s a window may take to answer (LANDING itself gives up after 5 s): past it, the
+# click loaded another page, or the page hung; a miss either way, not a wait.
+ANSWER_WITHIN = 20
 
 # The ids on the open page that HEADING_TARGET accepts.
 HEADING_IDS = f"() => [...document.querySelectorAll('[id]')].map(e => e.id).filter({HEADING_TARGET})"
@@ -155,7 +161,7 @@ def side_by_side(windows: list, tasks) -> list[tuple[str, dict]]:
     done, where the heading landed) for every link."""
     tasks, landed = iter(tasks), []
     steps = {index: iter(()) for index in range(len(windows))}
-    waiting: dict[int, str] = {}  # window index -> what it is doing, until it rests
+    waiting: dict[int, tuple[str, float]] = {}  # window -> (what it does, since), until it rests
 
     def start_next(index: int) -> None:
         window = windows[index]
@@ -167,13 +173,16 @@ def side_by_side(windows: list, tasks) -> list[tuple[str, dict]]:
             steps[index] = task(window)
         done, href = step
         window.evaluate(START_LANDING, [urldefrag(href).fragment, STILL_FRAMES])
-        waiting[index] = done
+        waiting[index] = (done, time.monotonic())
 
     for index in list(steps):
         start_next(index)
     while waiting:
-        for index, done in list(waiting.items()):
-            if (where := windows[index].evaluate("window.landed")) is not None:
+        for index, (done, since) in list(waiting.items()):
+            where = windows[index].evaluate("window.landed ?? null")
+            if where is None and time.monotonic() - since > ANSWER_WITHIN:
+                where = {"error": f"no answer within {ANSWER_WITHIN} s (left the page?)"}
+            if where is not None:
                 landed.append((done, where))
                 del waiting[index]
                 start_next(index)
