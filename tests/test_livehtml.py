@@ -101,7 +101,7 @@ def test_livehtml_survives_a_broken_cell_and_shows_the_fix(warm_copy, monkeypatc
 
 # -- The rebuilds forked from a process that imported Sphinx once (warm_autobuild) --
 
-def test_a_rebuild_runs_sphinx_in_a_fork_that_already_has_its_imports(tmp_path, monkeypatch):
+def test_a_rebuild_runs_sphinx_in_a_fork_of_the_preview_process(tmp_path, monkeypatch):
     seen = tmp_path / "seen"
 
     def main(arguments):  # stands in for sphinx.cmd.build.main, in the fork
