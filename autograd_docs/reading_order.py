@@ -31,7 +31,11 @@ will be a cache hit is not guessed: it is read because its source or a snippet
 it imports changed, and then it usually executes.
 
 A serial build (``-j 1``) reads the pages that do not execute first, for the
-same overlap with the server's imports.
+same overlap with the server's imports. So does a parallel build whose pages
+make one chunk (an author's one-page edit): it reads them, and writes its pages
+when the ones after the first make one chunk, in the main process
+(``_compat.one_chunk_in_the_main_process``), since a lone chunk in a fork only
+waits longer.
 """
 
 from __future__ import annotations
@@ -237,4 +241,5 @@ def _reorder(app: Sphinx, env, docnames: list[str]) -> None:
 def setup(app: Sphinx) -> dict:
     # Late: after any handler that adds or removes pages from the list.
     app.connect("env-before-read-docs", _reorder, priority=900)
+    _compat.one_chunk_in_the_main_process()
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -117,3 +117,47 @@ def test_cost_estimate():
     assert ro.estimate(2, 3, None, False) == ro.READ_SECONDS
     assert ro.estimate(2, 3, 2.0, True) == ro.READ_SECONDS + 2.0
     assert ro.estimate(2, 3, None, True) > ro.estimate(2, 0, None, True)
+
+
+class Pages:
+    """A builder's stand-in: records what reads and writes its pages, and how."""
+
+    def __init__(self):
+        self.calls = []
+
+    def _read_serial(self, docnames):
+        self.calls.append(("read in the main process", list(docnames)))
+
+    def _write_serial(self, docnames):
+        self.calls.append(("written in the main process", list(docnames)))
+
+
+def test_pages_that_make_one_chunk_are_read_and_written_without_a_fork():
+    from sphinx.builders import Builder
+
+    from autograd_docs import _compat
+
+    _compat.one_chunk_in_the_main_process()  # what reading_order's setup does
+    pages = Pages()
+    Builder._read_parallel(pages, ["edited"], 2)
+    Builder._read_parallel(pages, [], 2)
+    # The first page is written in the main process anyway; the 9 after it make one chunk.
+    Builder._write_parallel(pages, [f"page-{i}" for i in range(10)], 1)
+    assert pages.calls == [("read in the main process", ["edited"]),
+                           ("read in the main process", []),
+                           ("written in the main process", [f"page-{i}" for i in range(10)])]
+
+
+def test_pages_that_make_two_chunks_or_more_go_to_sphinxs_forks():
+    from autograd_docs._compat.sphinx import _serial_for_one_chunk
+
+    pages, forked = Pages(), []
+    read = _serial_for_one_chunk("_read_serial", list)(
+        lambda builder, docnames, nproc: forked.append(("read", docnames, nproc)))
+    write = _serial_for_one_chunk("_write_serial", lambda docnames: docnames[1:])(
+        lambda builder, docnames, nproc: forked.append(("write", docnames, nproc)))
+    read(pages, ["a", "b"], 2)  # two readers, a page each
+    many = [f"page-{i}" for i in range(12)]
+    write(pages, many, 1)  # 11 after the first: chunks of 10 and 1
+    assert len(chunks_of(many[1:], 1)) == 2
+    assert forked == [("read", ["a", "b"], 2), ("write", many, 1)] and pages.calls == []
