@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import pickle
 import re
 from collections import Counter
@@ -33,6 +32,7 @@ from sphinx.search.en import SearchEnglish
 from sphinx.util import docname_join, logging
 
 from autograd_docs.execution.cache_key import digest, environment_fingerprint
+from autograd_docs.kept_record import KeptRecord
 
 logger = logging.getLogger(__name__)
 
@@ -232,21 +232,15 @@ class FactsCache:
 
     def __init__(self, app: Sphinx) -> None:
         self.app = app
-        self.path = Path(app.doctreedir) / self.FILE
         options = sorted(app.config.html_search_options.items())
-        self.rules = digest([_THIS_MODULE, environment_fingerprint(), repr(options)])
-        self.pages: dict[str, list] = {}
-        self.changed = True  # until what was kept is found and taken
-        try:
-            kept = json.loads(self.path.read_text(encoding="utf8"))
-            if not isinstance(kept, dict) or not isinstance(kept.get("pages"), dict):
-                raise ValueError("not a record of pages")
-            if kept.get("rules") == self.rules:
-                self.pages, self.changed = kept["pages"], False
-        except FileNotFoundError:
-            pass
-        except (OSError, ValueError) as error:
-            logger.info(f"{self.path} unreadable ({error}): every page's search facts recomputed")
+        self.record = KeptRecord(
+            Path(app.doctreedir) / self.FILE,
+            rules=digest([_THIS_MODULE, environment_fingerprint(), repr(options)]),
+            name="pages",
+            what="every page's search facts",
+        )
+        self.pages: dict[str, list] = self.record.entries
+        self.changed = not self.record.taken  # until what was kept is found and taken
 
     def facts(self, docname: str, words: Words) -> dict:
         # The bytes hashed are the bytes read: another build rewriting the file
@@ -264,10 +258,7 @@ class FactsCache:
         changed; whole or not at all, so an interrupted build leaves the last."""
         if not self.changed and self.pages.keys() == set(docnames):
             return
-        pages = {name: self.pages[name] for name in docnames}
-        partial = self.path.with_suffix(f".{os.getpid()}.partial")  # builds may overlap
-        partial.write_text(json.dumps({"rules": self.rules, "pages": pages}), encoding="utf8")
-        os.replace(partial, self.path)
+        self.record.save({name: self.pages[name] for name in docnames})
 
 
 def anchor_texts(app: Sphinx, facts: dict[str, dict]) -> dict[str, list[str]]:
