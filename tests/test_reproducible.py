@@ -128,6 +128,7 @@ TITLE = ("docs/figure-page.md", "# Plot the gradient", "# Plot the slope")  # ev
 LINKED_TITLE = ("docs/reference/glossary.md", "\n# Glossary\n", "\n# Words autograd uses\n")
 PROSE = (PAGE, "for the identity.", "for the identity, futurewarnings aside.")  # "futurewarn": []
 FIGURE = ("docs/figure-page.md", '"the gradient is 2z"', '"the gradient is twice z"')  # a figure
+MATH = ("docs/figure-page.md", "= 2 z.", "= 2 z + 0.")  # an equation: drawn again, then kept
 SNIPPET = ("snippets/oracle.py", "Independent oracles", "Independent, edited oracles")  # downloads
 
 
@@ -145,21 +146,23 @@ def test_edits_then_reverts_leave_what_a_clean_build_writes(built_copy, warm_cop
     """After edits and their reverts, ``make html`` leaves the files a clean build
     wrote (``built_copy``), byte for byte. A build after a failed one reads every
     page, and one after a title changed writes every page, so the edits after
-    which Sphinx writes only what changed come last."""
+    which Sphinx writes only what changed come last. The last build writes the
+    figure page again with the equation the build before drew: its SVG is the
+    one kept (html/svg_math.py), and must be a clean build's bytes."""
     shutil.copy(SMALL_SITE / "extra" / "random-page.md", warm_copy / "docs")
     edit(warm_copy, FAILING_CELL, NEW_PAGE, SNIPPET)
     assert build(warm_copy).returncode != 0
 
     (warm_copy / "docs" / "random-page.md").unlink()
     edit(warm_copy, FAILING_CELL, NEW_PAGE, SNIPPET, undo=True)
-    edit(warm_copy, TITLE, LINKED_TITLE, PROSE, FIGURE)
+    edit(warm_copy, TITLE, LINKED_TITLE, PROSE, FIGURE, MATH)
     result = build(warm_copy)
     assert result.returncode == 0, result.log
     download = warm_copy / "_build" / "html" / "test-page.ipynb"
     assert "[Words autograd uses](" in download.read_text(encoding="utf8"), (
         "the downloaded notebook still links the glossary by its old title")
 
-    edit(warm_copy, TITLE, LINKED_TITLE, undo=True)
+    edit(warm_copy, TITLE, LINKED_TITLE, MATH, undo=True)
     result = build(warm_copy)
     assert result.returncode == 0, result.log
     # test-page itself did not change in this step: only what it links did.

@@ -25,6 +25,7 @@ from sphinx.locale import _
 from sphinx.util.math import get_node_equation_number
 
 from autograd_docs.diagnostics import AuthorError, report
+from autograd_docs.kept_record import KeptRecord
 
 RENDERER = Path(__file__).with_name("render_math.cjs")
 STYLESHEET = "mathjax-svg.css"  # written into _static by the build
@@ -100,17 +101,26 @@ def render(equations: list[tuple], cwd: Path) -> tuple[str, list]:
     return rendered["css"], rendered["html"]
 
 
+DRAWN = "svg-math.json"  # in the doctree folder: each equation's SVG, for the next build
+
+
+def _key(tex: str, display: bool, number: int) -> str:
+    return hashlib.sha256(json.dumps([tex, display, number]).encode()).hexdigest()
+
+
 def _render_written_pages(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
     if getattr(app.builder, "math_renderer_name", None) != "svgmath":
         return
     outdir = Path(app.outdir)
-    pages = {}
+    pages, drawn_before = {}, False
     for path in outdir.rglob("*.html"):
         text = path.read_text(encoding="utf8")
         if 'data-math-pending="' in text:
             pages[path] = text
+        elif "<mjx-container" in text:
+            drawn_before = True  # a page this build did not write
     stylesheet = outdir / "_static" / STYLESHEET
     if not pages and stylesheet.exists():
         return
@@ -123,12 +133,29 @@ def _render_written_pages(app: Sphinx, exception: Exception | None) -> None:
         for path, text in pages.items()
         for number, (kind, tex) in enumerate(PLACEHOLDER.findall(text), start=1)
     ]
-    # The sample equation keeps the stylesheet complete even when no page has math.
-    css, rendered = render(
-        [(tex, display, number) for _, tex, display, number in found] + [("x", False)],
-        Path(app.confdir),
+    keys = [_key(tex, display, number) for _, tex, display, number in found]
+    # What MathJax drew in earlier builds, kept for the same renderer and MathJax:
+    # a rebuild starts Node (0.3 s) only for an equation not drawn before.
+    kept = KeptRecord(
+        Path(app.doctreedir) / DRAWN, renderer_fingerprint(), "drawn", "every equation's SVG"
     )
-    outputs = iter(rendered)
+    svg = kept.entries.get("svg")
+    if not isinstance(svg, dict):
+        svg = {}
+    css = kept.entries.get("css")
+    missing = {
+        key: (tex, display, number)
+        for key, (_, tex, display, number) in zip(keys, found)
+        if not isinstance(svg.get(key), str)
+    }
+    if missing or not isinstance(css, str):
+        # The sample equation keeps the stylesheet complete even when no page has math.
+        css, rendered = render([*missing.values(), ("x", False)], Path(app.confdir))
+        drawn = dict(zip(missing, rendered))
+    else:
+        drawn = {}
+    by_key = {key: drawn[key] if key in drawn else svg[key] for key in keys}
+    outputs = iter([by_key[key] for key in keys])
     for path, text in pages.items():
 
         def substitute(match: re.Match, path=path) -> str:
@@ -147,6 +174,12 @@ def _render_written_pages(app: Sphinx, exception: Exception | None) -> None:
         path.write_text(PLACEHOLDER.sub(substitute, text), encoding="utf8")
     stylesheet.parent.mkdir(parents=True, exist_ok=True)
     stylesheet.write_text(css, encoding="utf8")
+    # Kept: what this build drew, and what earlier builds drew while a page it
+    # did not write may show it (a build that wrote every page keeps only its own).
+    used = {key: out for key, out in by_key.items() if isinstance(out, str)}
+    keep = {**svg, **used} if drawn_before else used
+    if drawn or keep != svg or kept.entries.get("css") != css:
+        kept.save({"css": css, "svg": keep})
 
 
 def _add_stylesheet(app: Sphinx) -> None:
