@@ -5,7 +5,8 @@ finishes, every placeholder in the written pages is sent, in one batch (one entr
 running in Node (``render_math.cjs``, MathJax from ``node_modules``), and replaced by
 the SVG it returns, with hidden MathML beside it for screen readers. Pages written in
 an earlier build have no placeholders left, so an incremental build renders only
-what it wrote. TeX that MathJax cannot parse is a build warning naming the page
+what it wrote, and starts MathJax only for an equation no earlier build drew (each
+drawn SVG is kept in the doctree folder, ``DRAWN``). TeX that MathJax cannot parse is a build warning naming the page
 (and so, with ``-W``, a failed build), never red text on a page.
 """
 
