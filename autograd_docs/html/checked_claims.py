@@ -130,19 +130,24 @@ def _folded(text: str) -> str:
     return " ".join(text.split())
 
 
-def text_element(doctree: nodes.document, claim: dict) -> nodes.Element | None:
+def text_elements(doctree: nodes.document) -> list[tuple[nodes.Element, str]]:
+    """The page's text elements that have a line, each with its source folded:
+    read once per page, for all its claims."""
+    return [
+        (node, _folded(node.rawsource))
+        for node in doctree.findall(lambda n: isinstance(n, TEXT_ELEMENTS))
+        if node.line is not None
+    ]
+
+
+def text_element(elements: list[tuple[nodes.Element, str]], claim: dict) -> nodes.Element | None:
     """The text element that holds the claim's sentence: of those whose source
     says it, the last one starting at or before the sentence's line (a page may
     say a sentence twice); else, for a quote that runs over two elements, the
     last element starting at or before that line."""
-    elements = [
-        node
-        for node in doctree.findall(lambda n: isinstance(n, TEXT_ELEMENTS))
-        if node.line is not None
-    ]
     quote, line = _folded(claim["quote"]), claim["sentence_line"]
-    saying = [node for node in elements if quote in _folded(node.rawsource)]
-    before = [node for node in saying or elements if node.line <= line]
+    saying = [node for node, source in elements if quote in source]
+    before = [node for node in saying or [node for node, _ in elements] if node.line <= line]
     if before:
         return max(before, key=lambda node: node.line)
     return saying[0] if saying else None
@@ -151,8 +156,9 @@ def text_element(doctree: nodes.document, claim: dict) -> nodes.Element | None:
 def _mark(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     if app.builder.format != "html":
         return
+    elements = text_elements(doctree)
     for index, claim in enumerate(claims.claims_of(app.env, docname)):
-        element = text_element(doctree, claim)
+        element = text_element(elements, claim)
         if element is not None:
             element[INDEXES] = [*element.get(INDEXES, []), index]
     for number, element in enumerate(_marked(doctree), 1):  # ids in reading order
