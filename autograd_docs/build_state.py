@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from sphinx.application import Sphinx
 
     from autograd_docs.html.repository import Repository
+    from autograd_docs.html.svg_math import Drawing
 
 ATTRIBUTE = "autograd_docs_state"  # the one attribute the engine sets on the application
 
@@ -29,6 +30,9 @@ class BuildState:
     dates: dict[str, str] = field(default_factory=dict)
     # _compat.page_notebook: (path, its mtime) -> the notebook myst-nb reads it as.
     notebooks: dict[tuple[str, int], NotebookNode | None] = field(default_factory=dict)
+    # html/svg_math.py: the equations MathJax is drawing while the build finishes
+    # (started early in build-finished, put in their pages late).
+    drawing: Drawing | None = None
 
 
 def of(app: Sphinx) -> BuildState:

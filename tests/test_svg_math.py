@@ -40,7 +40,8 @@ class Site:
     def build(self) -> list[list[str]]:
         """What MathJax drew in this build: one list per start of it."""
         before = len(self.drawn)
-        svg_math._render_written_pages(self.app, None)
+        svg_math._start_drawing(self.app, None)
+        svg_math._finish_drawing(self.app, None)
         return self.drawn[before:]
 
     def kept(self) -> set[str]:

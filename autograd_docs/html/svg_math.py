@@ -18,6 +18,8 @@ import json
 import re
 import shutil
 import subprocess
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from docutils import nodes
@@ -25,6 +27,7 @@ from sphinx.application import Sphinx
 from sphinx.locale import _
 from sphinx.util.math import get_node_equation_number
 
+from autograd_docs import build_state
 from autograd_docs.diagnostics import AuthorError, report
 from autograd_docs.kept_record import KeptRecord
 
@@ -109,7 +112,21 @@ def _key(tex: str, display: bool, number: int) -> str:
     return hashlib.sha256(json.dumps([tex, display, number]).encode()).hexdigest()
 
 
-def _render_written_pages(app: Sphinx, exception: Exception | None) -> None:
+@dataclass
+class Drawing:
+    """The equations of the pages a build wrote, while MathJax draws the new ones."""
+
+    pages: dict[Path, str]  # each written page's HTML, placeholders in it
+    keys: list[str]  # each equation's key, in the pages' order
+    kept: KeptRecord  # what earlier builds drew
+    drawn_before: bool  # whether a page this build did not write shows equations
+    drawing: Future | None  # MathJax's (css, SVGs) of the keys not kept, in order
+    missing: list[str]
+
+
+def _start_drawing(app: Sphinx, exception: Exception | None) -> None:
+    """Early in build-finished: start MathJax (in Node, on another core) on the
+    equations no earlier build drew, while the other handlers run."""
     if exception is not None or app.builder.format != "html":
         return
     if getattr(app.builder, "math_renderer_name", None) != "svgmath":
@@ -122,42 +139,55 @@ def _render_written_pages(app: Sphinx, exception: Exception | None) -> None:
             pages[path] = text
         elif "<mjx-container" in text:
             drawn_before = True  # a page this build did not write
-    stylesheet = outdir / "_static" / STYLESHEET
-    if not pages and stylesheet.exists():
+    if not pages and (outdir / "_static" / STYLESHEET).exists():
         return
     # One equation per occurrence, not per distinct TeX: each SVG's glyph ids must
     # be unique on its page.
     # Numbered from 1 on each page: an incremental build, which renders only the
     # pages it wrote, then writes the ids a clean build writes.
     found = [
-        (path, html.unescape(tex), kind == "display", number)
-        for path, text in pages.items()
+        (html.unescape(tex), kind == "display", number)
+        for text in pages.values()
         for number, (kind, tex) in enumerate(PLACEHOLDER.findall(text), start=1)
     ]
-    keys = [_key(tex, display, number) for _, tex, display, number in found]
+    keys = [_key(*equation) for equation in found]
     # What MathJax drew in earlier builds, kept for the same renderer and MathJax:
     # a rebuild starts Node (0.3 s) only for an equation not drawn before.
     kept = KeptRecord(
         Path(app.doctreedir) / DRAWN, renderer_fingerprint(), "drawn", "every equation's SVG"
     )
-    svg = kept.entries.get("svg")
-    if not isinstance(svg, dict):
-        svg = {}
-    css = kept.entries.get("css")
+    if not isinstance(kept.entries.get("svg"), dict):
+        kept.entries["svg"] = {}
     missing = {
-        key: (tex, display, number)
-        for key, (_, tex, display, number) in zip(keys, found)
-        if not isinstance(svg.get(key), str)
+        key: equation
+        for key, equation in zip(keys, found)
+        if not isinstance(kept.entries["svg"].get(key), str)
     }
-    if missing or not isinstance(css, str):
+    drawing = None
+    if missing or not isinstance(kept.entries.get("css"), str):
         # The sample equation keeps the stylesheet complete even when no page has math.
-        css, rendered = render([*missing.values(), ("x", False)], Path(app.confdir))
-        drawn = dict(zip(missing, rendered))
-    else:
-        drawn = {}
-    by_key = {key: drawn[key] if key in drawn else svg[key] for key in keys}
-    outputs = iter([by_key[key] for key in keys])
-    for path, text in pages.items():
+        pool = ThreadPoolExecutor(1)  # Node draws; the pool's thread only waits for it
+        drawing = pool.submit(render, [*missing.values(), ("x", False)], Path(app.confdir))
+        pool.shutdown(wait=False)  # its thread ends once Node has answered
+    build_state.of(app).drawing = Drawing(pages, keys, kept, drawn_before, drawing, [*missing])
+
+
+def _finish_drawing(app: Sphinx, exception: Exception | None) -> None:
+    """Late in build-finished: put each equation's SVG in its page, and keep them."""
+    state = build_state.of(app)
+    started, state.drawing = state.drawing, None
+    if started is None:
+        return
+    outdir, kept = Path(app.outdir), started.kept
+    svg, css = kept.entries["svg"], kept.entries.get("css")
+    drawn: dict = {}
+    if started.drawing is not None:
+        css, rendered = started.drawing.result()
+        drawn = dict(zip(started.missing, rendered))
+    assert isinstance(css, str), "a stylesheet kept, or drawn now (_start_drawing)"
+    by_key = {key: drawn[key] if key in drawn else svg[key] for key in started.keys}
+    outputs = iter([by_key[key] for key in started.keys])
+    for path, text in started.pages.items():
 
         def substitute(match: re.Match, path=path) -> str:
             out = next(outputs)
@@ -173,12 +203,13 @@ def _render_written_pages(app: Sphinx, exception: Exception | None) -> None:
             return out
 
         path.write_text(PLACEHOLDER.sub(substitute, text), encoding="utf8")
+    stylesheet = outdir / "_static" / STYLESHEET
     stylesheet.parent.mkdir(parents=True, exist_ok=True)
     stylesheet.write_text(css, encoding="utf8")
     # Kept: what this build drew, and what earlier builds drew while a page it
     # did not write may show it (a build that wrote every page keeps only its own).
     used = {key: out for key, out in by_key.items() if isinstance(out, str)}
-    keep = {**svg, **used} if drawn_before else used
+    keep = {**svg, **used} if started.drawn_before else used
     if drawn or keep != svg or kept.entries.get("css") != css:
         kept.save({"css": css, "svg": keep})
 
@@ -217,5 +248,8 @@ def setup(app: Sphinx) -> dict:
         block_renderers=(visit_displaymath, None),
     )
     app.connect("builder-inited", _add_stylesheet)
-    app.connect("build-finished", _render_written_pages)
+    # MathJax draws while the other parts finish (search data, downloads), and its
+    # problems are reported before the build lists them (build_log, priority 1000).
+    app.connect("build-finished", _start_drawing, priority=100)
+    app.connect("build-finished", _finish_drawing, priority=800)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
