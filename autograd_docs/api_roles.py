@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import json
 from collections import Counter
 from functools import cache
 from pathlib import Path
@@ -26,7 +25,9 @@ from sphinx.application import Sphinx
 from sphinx.domains import Domain, ObjType
 from sphinx.transforms import SphinxTransform
 
+from autograd_docs import build_state
 from autograd_docs.diagnostics import AuthorError, report
+from autograd_docs.kept_record import KeptRecord
 
 # What each role promises about the object it names, and how to say it.
 KINDS = {
@@ -95,34 +96,26 @@ def problem(role: str, name: str) -> str | None:
 
 
 # "role name" -> problem() of it, kept in the doctrees folder from one build to
-# the next while the installed packages stay the same: looking a name up imports
-# torch into the build process (over a second), which a rebuild then skips.
-# References are resolved in the main process, also with -j, so it sees them all.
-_checked: dict[str, str | None] = {}
+# the next while the installed packages stay the same (kept_record.py): looking
+# a name up imports torch into the build process (over a second), which a
+# rebuild then skips. References are resolved in the main process, also with -j,
+# so it sees them all.
 CHECKED_FILE = "api-names-checked.json"
 
 
 def _load_checked(app: Sphinx) -> None:
-    path = Path(app.doctreedir) / CHECKED_FILE
-    try:
-        saved = json.loads(path.read_text(encoding="utf8"))
-    except (OSError, ValueError):
-        return
-    if saved.get("environment") == app.config.autograd_docs_environment:
-        _checked.update(saved["checked"])
+    build_state.of(app).api_names = KeptRecord(
+        Path(app.doctreedir) / CHECKED_FILE,
+        rules=app.config.autograd_docs_environment,
+        name="checked",
+        what="every API name's check",
+    )
 
 
 def _save_checked(app: Sphinx, exception: Exception | None) -> None:
-    if _checked:
-        path = Path(app.doctreedir) / CHECKED_FILE
-        path.write_text(
-            json.dumps(
-                {"environment": app.config.autograd_docs_environment, "checked": _checked},
-                indent=0,
-                sort_keys=True,
-            ),
-            encoding="utf8",
-        )
+    record = build_state.of(app).api_names
+    if record is not None:
+        record.save(record.entries)
 
 
 def _is_api_role(node) -> bool:
@@ -134,10 +127,12 @@ def _check_api_role(app: Sphinx, env, node, contnode) -> None:
     if not _is_api_role(node):
         return None
     role, target = node["reftype"], node["reftarget"]
+    checked = build_state.of(app).api_names
+    known = checked.entries if checked is not None else {}
     key = f"{role} {target}"
-    if key not in _checked:
-        _checked[key] = problem(role, target)
-    why = _checked[key]
+    if key not in known:
+        known[key] = problem(role, target)
+    why = known[key]
     if why:
         report(AuthorError.UNKNOWN_API, node, role=role, target=target, why=why)
     return None  # on to intersphinx

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from autograd_docs.html.repository import Repository
     from autograd_docs.html.svg_math import Drawing
+    from autograd_docs.kept_record import KeptRecord
 
 ATTRIBUTE = "autograd_docs_state"  # the one attribute the engine sets on the application
 
@@ -30,6 +31,9 @@ class BuildState:
     dates: dict[str, str] = field(default_factory=dict)
     # _compat.page_notebook: (path, its mtime) -> the notebook myst-nb reads it as.
     notebooks: dict[tuple[str, int], NotebookNode | None] = field(default_factory=dict)
+    # api_roles.py: "role name" -> why the installed torch has no such object
+    # (None: it has), as earlier builds found, and this one adds to.
+    api_names: KeptRecord | None = None
     # html/svg_math.py: the equations MathJax is drawing while the build finishes
     # (started early in build-finished, put in their pages late).
     drawing: Drawing | None = None

@@ -6,7 +6,7 @@ A build takes the entries only under the same rules. A file it cannot read is
 said (one info line) and made afresh; entries kept under other rules are dropped
 without a word. It is written whole or not at all: into a file of this process's
 own, then renamed over the last, so overlapping or interrupted builds leave one
-whole record. ``make clean`` removes it with the rest of ``_build``.
+whole record; and only when it holds other entries than the build took. ``make clean`` removes it with the rest of ``_build``.
 
 Two parts keep one: ``html/search.py`` (each page's search facts) and
 ``html/svg_math.py`` (each equation's SVG).
@@ -32,19 +32,24 @@ class KeptRecord:
         self.path, self.rules, self.name = path, rules, name
         self.entries: dict = {}
         self.taken = False  # whether the file held entries under these rules
+        self._as_taken: dict | None = None  # what the entries were when taken
         try:
             kept = json.loads(path.read_text(encoding="utf8"))
             if not isinstance(kept, dict) or not isinstance(kept.get(name), dict):
                 raise ValueError(f"not a record of {name}")
             if kept.get("rules") == rules:
                 self.entries, self.taken = kept[name], True
+                self._as_taken = dict(self.entries)
         except FileNotFoundError:
             pass
         except (OSError, ValueError) as error:
             logger.info(f"{path} unreadable ({error}): {what} made afresh")
 
     def save(self, entries: dict) -> None:
-        """Keep ``entries`` (under this record's rules) for the next build."""
+        """Keep ``entries`` (under this record's rules) for the next build, unless
+        they are what was taken."""
+        if entries == self._as_taken:
+            return
         partial = self.path.with_suffix(f".{os.getpid()}.partial")  # builds may overlap
         partial.write_text(json.dumps({"rules": self.rules, self.name: entries}), encoding="utf8")
         os.replace(partial, self.path)

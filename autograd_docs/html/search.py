@@ -240,7 +240,6 @@ class FactsCache:
             what="every page's search facts",
         )
         self.pages: dict[str, list] = self.record.entries
-        self.changed = not self.record.taken  # until what was kept is found and taken
 
     def facts(self, docname: str, words: Words) -> dict:
         # The bytes hashed are the bytes read: another build rewriting the file
@@ -250,14 +249,10 @@ class FactsCache:
         kept = self.pages.get(docname)
         if not (isinstance(kept, list) and len(kept) == 2 and kept[0] == same_bytes):
             kept = self.pages[docname] = [same_bytes, page_facts(pickle.loads(pickled), words)]
-            self.changed = True
         return kept[1]
 
     def save(self, docnames: list[str]) -> None:
-        """Keep the facts of ``docnames`` (a removed page's are dropped), if any
-        changed; whole or not at all, so an interrupted build leaves the last."""
-        if not self.changed and self.pages.keys() == set(docnames):
-            return
+        """Keep the facts of ``docnames`` (a removed page's are dropped)."""
         self.record.save({name: self.pages[name] for name in docnames})
 
 

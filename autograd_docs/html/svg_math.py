@@ -210,8 +210,7 @@ def _finish_drawing(app: Sphinx, exception: Exception | None) -> None:
     # did not write may show it (a build that wrote every page keeps only its own).
     used = {key: out for key, out in by_key.items() if isinstance(out, str)}
     keep = {**svg, **used} if started.drawn_before else used
-    if drawn or keep != svg or kept.entries.get("css") != css:
-        kept.save({"css": css, "svg": keep})
+    kept.save({"css": css, "svg": keep})
 
 
 def _add_stylesheet(app: Sphinx) -> None:
