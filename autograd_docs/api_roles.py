@@ -27,7 +27,8 @@ from sphinx.transforms import SphinxTransform
 
 from autograd_docs import build_state
 from autograd_docs.diagnostics import AuthorError, report
-from autograd_docs.kept_record import KeptRecord
+from autograd_docs.execution.cache_key import digest
+from autograd_docs.kept_record import KeptRecord, source_digest
 
 # What each role promises about the object it names, and how to say it.
 KINDS = {
@@ -96,17 +97,18 @@ def problem(role: str, name: str) -> str | None:
 
 
 # "role name" -> problem() of it, kept in the doctrees folder from one build to
-# the next while the installed packages stay the same (kept_record.py): looking
-# a name up imports torch into the build process (over a second), which a
-# rebuild then skips. References are resolved in the main process, also with -j,
-# so it sees them all.
+# the next while the installed packages and this module stay the same
+# (kept_record.py): looking a name up imports torch into the build process (over
+# a second), which a rebuild then skips. References are resolved in the main
+# process, also with -j, so it sees them all.
 CHECKED_FILE = "api-names-checked.json"
+_THIS_MODULE = source_digest(__file__)
 
 
 def _load_checked(app: Sphinx) -> None:
     build_state.of(app).api_names = KeptRecord(
         Path(app.doctreedir) / CHECKED_FILE,
-        rules=app.config.autograd_docs_environment,
+        rules=digest([_THIS_MODULE, app.config.autograd_docs_environment]),
         name="checked",
         what="every API name's check",
     )

@@ -1,10 +1,12 @@
-"""What the engine reads once per build and every page then uses, in one typed place.
+"""What the engine holds for one build only, in one typed place.
 
-Each value is read when the builder starts (or, for ``notebooks``, when first
-asked), by the part named beside it, and is kept on the Sphinx application (its one attribute ``ATTRIBUTE``), not on the
-environment: the environment is saved with the build, while these are read
-afresh by every build. Sphinx forks its parallel readers and writers, so they
-see what was read before they started.
+Most values are read when the builder starts (or, for ``notebooks``, when first
+asked) by the part named beside them, and every page then uses them; ``drawing``
+is handed from one build-finished handler to another. They are kept on the
+Sphinx application (its one attribute ``ATTRIBUTE``), not on the environment:
+the environment is saved with the build, while these are made afresh by every
+build. Sphinx forks its parallel readers and writers, so they see what was
+there before they started.
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ class BuildState:
     dates: dict[str, str] = field(default_factory=dict)
     # _compat.page_notebook: (path, its mtime) -> the notebook myst-nb reads it as.
     notebooks: dict[tuple[str, int], NotebookNode | None] = field(default_factory=dict)
-    # api_roles.py: "role name" -> why the installed torch has no such object
-    # (None: it has), as earlier builds found, and this one adds to.
+    # api_roles.py: the record of each API name checked against the installed
+    # torch (its entries: "role name" -> the problem, or None), which this build adds to.
     api_names: KeptRecord | None = None
     # html/svg_math.py: the equations MathJax is drawing while the build finishes
     # (started early in build-finished, put in their pages late).

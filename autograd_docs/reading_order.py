@@ -31,11 +31,10 @@ will be a cache hit is not guessed: it is read because its source or a snippet
 it imports changed, and then it usually executes.
 
 A serial build (``-j 1``) reads the pages that do not execute first, for the
-same overlap with the server's imports. So does a parallel build whose pages
-make one chunk (an author's one-page edit): it reads them, and writes its pages
-when the ones after the first make one chunk, in the main process
-(``_compat.one_chunk_in_the_main_process``), since a lone chunk in a fork only
-waits longer.
+same overlap with the server's imports. A parallel build reads a lone page (an
+author's one-page edit) in the main process, and writes there the pages that
+would go to one writer (``_compat.one_chunk_in_the_main_process``): a lone
+chunk in a fork only waits longer.
 """
 
 from __future__ import annotations

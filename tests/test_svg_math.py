@@ -1,7 +1,8 @@
 """Equations drawn once (autograd_docs/html/svg_math.py): a rebuild starts MathJax
-only for an equation no earlier build drew, and keeps what a page it did not
-write may still show. Whether a kept SVG is the bytes MathJax draws afresh is
-test_reproducible.py's: the small site's figure page has equations."""
+only for an equation no earlier build drew, and keeps the SVG of each equation a
+page shows. Whether a kept SVG is the bytes MathJax draws afresh is
+test_reproducible.py's (the small site's figure page has equations); that the
+real site's record holds what its pages show is the last test here."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ class Site:
         return {svg.split(" #")[0].removeprefix("<mjx-container>") for svg in record.values()}
 
 
-def test_an_equation_is_drawn_once_and_kept_while_a_page_may_show_it(tmp_path, monkeypatch):
+def test_an_equation_is_drawn_once_and_kept_while_a_page_shows_it(tmp_path, monkeypatch):
     site = Site(tmp_path, monkeypatch)
     site.write("a", "a^2", "b^2")
     site.write("b", "c^2")
@@ -62,11 +63,42 @@ def test_an_equation_is_drawn_once_and_kept_while_a_page_may_show_it(tmp_path, m
 
     site.write("a", "a^2", "d^2")  # an edited equation: only it is drawn
     assert site.build() == [["d^2"]]
-    assert site.kept() == {"a^2", "b^2", "c^2", "d^2"}, "page b, not written, shows c^2"
+    assert site.kept() == {"a^2", "c^2", "d^2"}, "page b, not written, still shows c^2"
 
+    (site.out / "b.html").unlink()  # a page removed: what only it showed goes
     site.write("a", "a^2", "d^2")
-    site.write("b", "c^2")  # every page written: what no page shows goes
-    assert site.build() == [] and site.kept() == {"a^2", "c^2", "d^2"}
+    assert site.build() == [] and site.kept() == {"a^2", "d^2"}
+
+
+def test_a_definition_is_refused_and_drawn_for_no_page(tmp_path, monkeypatch):
+    site = Site(tmp_path, monkeypatch)
+    said = []
+    monkeypatch.setattr(svg_math, "report", lambda *args, **fields: said.append(fields))
+    site.write("a", r"\newcommand{\R}{\mathbb{R}} x \in \R", "a^2")
+    assert site.build() == [["a^2"]]
+    assert [fields["error"] for fields in said] == [svg_math.REFUSED]
+    assert 'data-math-pending="inline"' in (site.out / "a.html").read_text(), "left as TeX"
+
+
+def test_a_page_removed_or_written_again_meanwhile_is_left_alone(tmp_path, monkeypatch):
+    site = Site(tmp_path, monkeypatch)
+    site.write("a", "a^2")
+    site.write("b", "b^2")
+    svg_math._start_drawing(site.app, None)
+    (site.out / "a.html").unlink()  # the page left the project while MathJax drew
+    site.write("b", "c^2")  # an overlapping build wrote b again: it draws c^2 itself
+    svg_math._finish_drawing(site.app, None)
+    assert not (site.out / "a.html").exists()
+    assert (site.out / "b.html").read_text() == '<span data-math-pending="inline">c^2</span>'
+
+
+def test_a_build_that_failed_meanwhile_writes_nothing(tmp_path, monkeypatch):
+    site = Site(tmp_path, monkeypatch)
+    site.write("a", "a^2")
+    svg_math._start_drawing(site.app, None)
+    svg_math._finish_drawing(site.app, RuntimeError("a handler in between failed"))
+    assert "data-math-pending" in (site.out / "a.html").read_text()
+    assert not (site.doctrees / svg_math.DRAWN).exists()
 
 
 # a^2 as another renderer drew it, or a record no build could read
@@ -80,3 +112,21 @@ def test_another_renderer_or_an_unreadable_record_draws_everything(tmp_path, mon
     (site.doctrees / svg_math.DRAWN).write_text(kept)
     site.write("a", "a^2")
     assert site.build() == [["a^2"]] and site.kept() == {"a^2"}
+
+
+@pytest.mark.build
+def test_the_real_sites_record_holds_what_its_pages_show():
+    """What a rebuild takes again is each page's SVGs, as the page shows them."""
+    root = Path(__file__).resolve().parent.parent / "_build"
+    kept_file = root / "doctrees" / svg_math.DRAWN
+    if not kept_file.is_file():
+        pytest.fail(f"no {kept_file}: run `make html` first", pytrace=False)
+    drawn = json.loads(kept_file.read_text(encoding="utf8"))["drawn"]
+    with_math = {path.relative_to(root / "html").as_posix()
+                 for path in (root / "html").rglob("*.html") if "<mjx-container" in path.read_text()}
+    assert with_math and set(drawn["pages"]) == with_math
+    for page, keys in drawn["pages"].items():
+        text = (root / "html" / page).read_text(encoding="utf8")
+        assert text.count("<mjx-container") == len(keys), page
+        missing = [key for key in keys if drawn["svg"][key] not in text]
+        assert not missing, f"{page}: {len(missing)} kept SVGs are not what the page shows"

@@ -156,8 +156,9 @@ def text_element(elements: list[tuple[nodes.Element, str]], claim: dict) -> node
 def _mark(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     if app.builder.format != "html":
         return
-    elements = text_elements(doctree)
-    for index, claim in enumerate(claims.claims_of(app.env, docname)):
+    found = claims.claims_of(app.env, docname)
+    elements = text_elements(doctree) if found else []
+    for index, claim in enumerate(found):
         element = text_element(elements, claim)
         if element is not None:
             element[INDEXES] = [*element.get(INDEXES, []), index]

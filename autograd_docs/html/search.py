@@ -32,15 +32,14 @@ from sphinx.search.en import SearchEnglish
 from sphinx.util import docname_join, logging
 
 from autograd_docs.execution.cache_key import digest, environment_fingerprint
-from autograd_docs.kept_record import KeptRecord
+from autograd_docs.kept_record import KeptRecord, source_digest
 
 logger = logging.getLogger(__name__)
 
 DATA_FILE = "searchdata.js"
 SYNONYMS = Path(__file__).with_name("search_synonyms.txt")
-# This module's code as imported, for FactsCache's rules (read now: an edit made
-# during a build must not label facts the old code made).
-_THIS_MODULE = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+# This module's code as imported, for FactsCache's rules (kept_record.py).
+_THIS_MODULE = source_digest(__file__)
 # Not content: nothing to find there.
 NOT_SEARCHED = {"genindex", "search", "404"}
 SUMMARY_CHARS = 180

@@ -1,13 +1,18 @@
 """Equations rendered to SVG at build time: no script, font or CDN in the reader's browser.
 
 The HTML writer leaves each equation's TeX in a placeholder element. When the build
-finishes, every placeholder in the written pages is sent, in one batch (one entry per occurrence), to MathJax
-running in Node (``render_math.cjs``, MathJax from ``node_modules``), and replaced by
-the SVG it returns, with hidden MathML beside it for screen readers. Pages written in
-an earlier build have no placeholders left, so an incremental build renders only
-what it wrote, and starts MathJax only for an equation no earlier build drew (each
-drawn SVG is kept in the doctree folder, ``DRAWN``). TeX that MathJax cannot parse is a build warning naming the page
-(and so, with ``-W``, a failed build), never red text on a page.
+finishes, the placeholders of the pages it wrote are replaced by SVGs that MathJax,
+running in Node (``render_math.cjs``, MathJax from ``node_modules``), draws, with
+hidden MathML beside each for screen readers. Pages written in an earlier build
+have no placeholders left, so an incremental build renders only what it wrote.
+
+Each equation's SVG is kept in the doctree folder (``DRAWN``), with the equations
+each page shows, so MathJax starts (0.3 s) only for an equation no earlier build
+drew; it is sent one entry per occurrence, numbered on its page, and draws while
+the build's other finishing work runs. TeX that MathJax cannot parse, or that
+would reach other equations (a macro, a label: ``ACROSS_EQUATIONS``), is a build
+warning naming the page (and so, with ``-W``, a failed build), never red text on
+a page.
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ from sphinx.util.math import get_node_equation_number
 
 from autograd_docs import build_state
 from autograd_docs.diagnostics import AuthorError, report
-from autograd_docs.kept_record import KeptRecord
+from autograd_docs.execution.cache_key import digest
+from autograd_docs.kept_record import KeptRecord, source_digest
 
 RENDERER = Path(__file__).with_name("render_math.cjs")
 STYLESHEET = "mathjax-svg.css"  # written into _static by the build
@@ -106,6 +112,21 @@ def render(equations: list[tuple], cwd: Path) -> tuple[str, list]:
 
 
 DRAWN = "svg-math.json"  # in the doctree folder: each equation's SVG, for the next build
+# Drawn with every batch: the stylesheet is complete even when no page has math.
+SAMPLE = ("x", False)
+# TeX that reaches other equations in MathJax's document (a macro defined, a
+# label set or referred to) would reach those drawn after it in the same batch:
+# some in one build, others in the next. Refused, each equation drawn on its own.
+ACROSS_EQUATIONS = re.compile(
+    r"\\(?:[gex]?def|let|(?:re|provide)?newcommand|renewcommand|(?:re)?newenvironment"
+    r"|DeclareMathOperator|label|eqref|ref)(?![A-Za-z])"
+)
+REFUSED = (
+    "it defines a macro or sets or refers to a label, and each equation is drawn on its "
+    "own: write the command out, and label a display equation with {math}'s :label:"
+)
+# This module's code as imported (kept_record.py): what is drawn depends on it too.
+_THIS_MODULE = source_digest(__file__)
 
 
 def _key(tex: str, display: bool, number: int) -> str:
@@ -114,14 +135,14 @@ def _key(tex: str, display: bool, number: int) -> str:
 
 @dataclass
 class Drawing:
-    """The equations of the pages a build wrote, while MathJax draws the new ones."""
+    """A build's equations on their way from MathJax into the pages it wrote."""
 
-    pages: dict[Path, str]  # each written page's HTML, placeholders in it
-    keys: list[str]  # each equation's key, in the pages' order
-    kept: KeptRecord  # what earlier builds drew
-    drawn_before: bool  # whether a page this build did not write shows equations
-    drawing: Future | None  # MathJax's (css, SVGs) of the keys not kept, in order
-    missing: list[str]
+    pages: dict[Path, str]  # each page written with placeholders: its HTML as read
+    keys: dict[Path, list[str]]  # each such page's equations, in order
+    record: KeptRecord  # what earlier builds drew, and which page shows what
+    new: list[str]  # the equations sent to MathJax, in the order sent
+    refused: dict[str, dict]  # equations not sent (ACROSS_EQUATIONS): the error
+    answer: Future | None  # MathJax's stylesheet and its SVG (or error) for each of ``new``
 
 
 def _start_drawing(app: Sphinx, exception: Exception | None) -> None:
@@ -132,64 +153,67 @@ def _start_drawing(app: Sphinx, exception: Exception | None) -> None:
     if getattr(app.builder, "math_renderer_name", None) != "svgmath":
         return
     outdir = Path(app.outdir)
-    pages, drawn_before = {}, False
-    for path in outdir.rglob("*.html"):
-        text = path.read_text(encoding="utf8")
-        if 'data-math-pending="' in text:
-            pages[path] = text
-        elif "<mjx-container" in text:
-            drawn_before = True  # a page this build did not write
+    pages = {
+        path: text
+        for path in outdir.rglob("*.html")
+        if 'data-math-pending="' in (text := path.read_text(encoding="utf8"))
+    }
     if not pages and (outdir / "_static" / STYLESHEET).exists():
         return
-    # One equation per occurrence, not per distinct TeX: each SVG's glyph ids must
-    # be unique on its page.
-    # Numbered from 1 on each page: an incremental build, which renders only the
-    # pages it wrote, then writes the ids a clean build writes.
-    found = [
-        (html.unescape(tex), kind == "display", number)
-        for text in pages.values()
-        for number, (kind, tex) in enumerate(PLACEHOLDER.findall(text), start=1)
-    ]
-    keys = [_key(*equation) for equation in found]
-    # What MathJax drew in earlier builds, kept for the same renderer and MathJax:
-    # a rebuild starts Node (0.3 s) only for an equation not drawn before.
-    kept = KeptRecord(
-        Path(app.doctreedir) / DRAWN, renderer_fingerprint(), "drawn", "every equation's SVG"
+    # Numbered from 1 on each page (the SVG's glyph ids): an incremental build,
+    # which renders only the pages it wrote, then writes the ids a clean build writes.
+    keys: dict[Path, list[str]] = {}
+    equations: dict[str, tuple[str, bool, int]] = {}
+    for path, text in pages.items():
+        keys[path] = []
+        for number, (kind, tex) in enumerate(PLACEHOLDER.findall(text), start=1):
+            equation = (html.unescape(tex), kind == "display", number)
+            keys[path].append(_key(*equation))
+            equations[keys[path][-1]] = equation
+    record = KeptRecord(
+        Path(app.doctreedir) / DRAWN,
+        rules=digest([_THIS_MODULE, renderer_fingerprint()]),
+        name="drawn",
+        what="every equation's SVG",
     )
-    if not isinstance(kept.entries.get("svg"), dict):
-        kept.entries["svg"] = {}
-    missing = {
-        key: equation
-        for key, equation in zip(keys, found)
-        if not isinstance(kept.entries["svg"].get(key), str)
+    svg = record.entries.get("svg")
+    if not isinstance(svg, dict):
+        svg = {}
+    refused = {
+        key: {"error": REFUSED}
+        for key, (tex, *_) in equations.items()
+        if ACROSS_EQUATIONS.search(tex)
     }
-    drawing = None
-    if missing or not isinstance(kept.entries.get("css"), str):
-        # The sample equation keeps the stylesheet complete even when no page has math.
+    new = [key for key in equations if key not in refused and not isinstance(svg.get(key), str)]
+    answer = None
+    if new or not isinstance(record.entries.get("css"), str):
         pool = ThreadPoolExecutor(1)  # Node draws; the pool's thread only waits for it
-        drawing = pool.submit(render, [*missing.values(), ("x", False)], Path(app.confdir))
+        answer = pool.submit(render, [*(equations[key] for key in new), SAMPLE], Path(app.confdir))
         pool.shutdown(wait=False)  # its thread ends once Node has answered
-    build_state.of(app).drawing = Drawing(pages, keys, kept, drawn_before, drawing, [*missing])
+    build_state.of(app).drawing = Drawing(pages, keys, record, new, refused, answer)
 
 
 def _finish_drawing(app: Sphinx, exception: Exception | None) -> None:
     """Late in build-finished: put each equation's SVG in its page, and keep them."""
     state = build_state.of(app)
     started, state.drawing = state.drawing, None
-    if started is None:
-        return
-    outdir, kept = Path(app.outdir), started.kept
-    svg, css = kept.entries["svg"], kept.entries.get("css")
-    drawn: dict = {}
-    if started.drawing is not None:
-        css, rendered = started.drawing.result()
-        drawn = dict(zip(started.missing, rendered))
+    if started is None or exception is not None:
+        return  # a build that failed since: its error is the one to show
+    outdir, record = Path(app.outdir), started.record
+    kept_svg = record.entries.get("svg")
+    drawn: dict = {**started.refused, **(kept_svg if isinstance(kept_svg, dict) else {})}
+    css = record.entries.get("css")
+    if started.answer is not None:
+        css, answers = started.answer.result()
+        drawn.update(zip(started.new, answers))
     assert isinstance(css, str), "a stylesheet kept, or drawn now (_start_drawing)"
-    by_key = {key: drawn[key] if key in drawn else svg[key] for key in started.keys}
-    outputs = iter([by_key[key] for key in started.keys])
+    shown: dict[str, list[str]] = {}  # page -> its equations, for the next build
     for path, text in started.pages.items():
+        if not path.is_file() or path.read_text(encoding="utf8") != text:
+            continue  # removed since (a page gone), or written again by another build
+        outputs = iter([drawn[key] for key in started.keys[path]])
 
-        def substitute(match: re.Match, path=path) -> str:
+        def substitute(match: re.Match, path=path, outputs=outputs) -> str:
             out = next(outputs)
             if isinstance(out, dict):
                 docname = path.relative_to(outdir).with_suffix("").as_posix()
@@ -203,14 +227,23 @@ def _finish_drawing(app: Sphinx, exception: Exception | None) -> None:
             return out
 
         path.write_text(PLACEHOLDER.sub(substitute, text), encoding="utf8")
+        shown[path.relative_to(outdir).as_posix()] = started.keys[path]
     stylesheet = outdir / "_static" / STYLESHEET
     stylesheet.parent.mkdir(parents=True, exist_ok=True)
     stylesheet.write_text(css, encoding="utf8")
-    # Kept: what this build drew, and what earlier builds drew while a page it
-    # did not write may show it (a build that wrote every page keeps only its own).
-    used = {key: out for key, out in by_key.items() if isinstance(out, str)}
-    keep = {**svg, **used} if started.drawn_before else used
-    kept.save({"css": css, "svg": keep})
+    # Kept: the SVG of each equation a page shows, of the pages this build wrote
+    # and of those it did not write that are still there, as the record says.
+    before = record.entries.get("pages")
+    for page, page_keys in (before if isinstance(before, dict) else {}).items():
+        if page not in shown and (outdir / page).is_file():
+            shown[page] = page_keys
+    svg = {
+        key: drawn[key]
+        for page_keys in shown.values()
+        for key in page_keys
+        if isinstance(drawn.get(key), str)
+    }
+    record.save({"css": css, "svg": svg, "pages": shown})
 
 
 def _add_stylesheet(app: Sphinx) -> None:
@@ -221,7 +254,7 @@ def _add_stylesheet(app: Sphinx) -> None:
     # a page is written; write it now, so a clean build links it as a rebuild does.
     stylesheet = Path(app.outdir) / "_static" / STYLESHEET
     if not stylesheet.exists():
-        css, _ = render([("x", False)], Path(app.confdir))
+        css, _ = render([SAMPLE], Path(app.confdir))
         stylesheet.parent.mkdir(parents=True, exist_ok=True)
         stylesheet.write_text(css, encoding="utf8")
 
