@@ -92,6 +92,11 @@ class AuthorError(Enum):
         "cannot render equation {tex!r}: {error}",
         "fix the equation's TeX (MathJax's message says what it could not read)",
     )
+    TEX_ACROSS_EQUATIONS = (
+        "equation {tex!r} would reach other equations ({command}): each is drawn on its own",
+        "write the command out in each equation; to number an equation and link to it, "
+        "give a {{math}} directive a :label: and link with {{eq}}",
+    )
     OUTPUT_VARIES = (
         "this cell printed something different when the same source ran twice",
         "seed the randomness it uses (torch.manual_seed(0) in the page's first "

@@ -6,7 +6,8 @@ A build takes the entries only under the same rules. A file it cannot read is
 said (one info line) and made afresh; entries kept under other rules are dropped
 without a word. It is written whole or not at all: into a file of this process's
 own, then renamed over the last, so overlapping or interrupted builds leave one
-whole record; and only when it would hold other entries than the build took.
+whole record; and only when its text would change (keys sorted, so an order is
+no change).
 ``make clean`` removes it with the rest of ``_build``.
 
 Three parts keep one: ``html/search.py`` (each page's search facts),
@@ -58,7 +59,7 @@ class KeptRecord:
         """Keep ``entries`` (under this record's rules) for the next build, unless
         the file already says exactly that. Compared as the text written: entries
         changed in place count as changed."""
-        text = json.dumps({"rules": self.rules, self.name: entries})
+        text = json.dumps({"rules": self.rules, self.name: entries}, sort_keys=True)
         if text == self._as_read:
             return
         partial = self.path.with_suffix(f".{os.getpid()}.partial")  # builds may overlap

@@ -146,6 +146,11 @@ FAULTS: dict[AuthorError, Fault] = {
         replace("comes back for the identity.",
                 "comes back for the identity, $\\frac{1}$."),
         "docs/test-page.md", ("cannot render equation '\\\\frac{1}'", "fix the equation's TeX")),
+    AuthorError.TEX_ACROSS_EQUATIONS: Fault(
+        replace("comes back for the identity.",
+                "comes back for the identity, $\\def\\one{1} \\one$."),
+        "docs/test-page.md", ("would reach other equations (\\def)",
+                              "write the command out in each equation")),
     AuthorError.OUTPUT_VARIES: None,  # made by two builds: see its own test below
 }
 

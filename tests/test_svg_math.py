@@ -73,10 +73,11 @@ def test_an_equation_is_drawn_once_and_kept_while_a_page_shows_it(tmp_path, monk
 def test_a_definition_is_refused_and_drawn_for_no_page(tmp_path, monkeypatch):
     site = Site(tmp_path, monkeypatch)
     said = []
-    monkeypatch.setattr(svg_math, "report", lambda *args, **fields: said.append(fields))
-    site.write("a", r"\newcommand{\R}{\mathbb{R}} x \in \R", "a^2")
-    assert site.build() == [["a^2"]]
-    assert [fields["error"] for fields in said] == [svg_math.REFUSED]
+    monkeypatch.setattr(svg_math, "report", lambda error, where, **fields: said.append(
+        (error.name, fields.get("command"))))
+    site.write("a", r"\newcommand{\R}{\mathbb{R}} x \in \R", "a^2", r"a \\ b \\label")
+    assert site.build() == [["a \\\\ b \\\\label", "a^2"]], "a line break is no command"
+    assert said == [("TEX_ACROSS_EQUATIONS", "\\newcommand")]
     assert 'data-math-pending="inline"' in (site.out / "a.html").read_text(), "left as TeX"
 
 
@@ -123,7 +124,8 @@ def test_the_real_sites_record_holds_what_its_pages_show():
         pytest.fail(f"no {kept_file}: run `make html` first", pytrace=False)
     drawn = json.loads(kept_file.read_text(encoding="utf8"))["drawn"]
     with_math = {path.relative_to(root / "html").as_posix()
-                 for path in (root / "html").rglob("*.html") if "<mjx-container" in path.read_text()}
+                 for path in (root / "html").rglob("*.html")
+                 if "<mjx-container" in path.read_text(encoding="utf8")}
     assert with_math and set(drawn["pages"]) == with_math
     for page, keys in drawn["pages"].items():
         text = (root / "html" / page).read_text(encoding="utf8")

@@ -3,16 +3,18 @@
 The HTML writer leaves each equation's TeX in a placeholder element. When the build
 finishes, the placeholders of the pages it wrote are replaced by SVGs that MathJax,
 running in Node (``render_math.cjs``, MathJax from ``node_modules``), draws, with
-hidden MathML beside each for screen readers. Pages written in an earlier build
-have no placeholders left, so an incremental build renders only what it wrote.
+hidden MathML beside each for screen readers. A page written in an earlier build
+has no placeholders left (unless an equation of it failed), so an incremental
+build renders only what it wrote.
 
-Each equation's SVG is kept in the doctree folder (``DRAWN``), with the equations
-each page shows, so MathJax starts (0.3 s) only for an equation no earlier build
-drew; it is sent one entry per occurrence, numbered on its page, and draws while
-the build's other finishing work runs. TeX that MathJax cannot parse, or that
-would reach other equations (a macro, a label: ``ACROSS_EQUATIONS``), is a build
-warning naming the page (and so, with ``-W``, a failed build), never red text on
-a page.
+The SVG of each equation the pages show is kept in the doctree folder
+(``DRAWN``), with the equations of each page, so MathJax starts (0.3 s) only for
+an equation no page showed after the last build. An equation is keyed by its TeX,
+kind and place on its page (its SVG's glyph ids), and MathJax draws the new ones
+while the build's other finishing work runs. TeX that MathJax cannot parse
+(``TEX_INVALID``), or that would reach other equations (``ACROSS_EQUATIONS``:
+``TEX_ACROSS_EQUATIONS``), is a build warning naming the page (and so, with ``-W``,
+a failed build), never red text on a page.
 """
 
 from __future__ import annotations
@@ -114,16 +116,15 @@ def render(equations: list[tuple], cwd: Path) -> tuple[str, list]:
 DRAWN = "svg-math.json"  # in the doctree folder: each equation's SVG, for the next build
 # Drawn with every batch: the stylesheet is complete even when no page has math.
 SAMPLE = ("x", False)
-# TeX that reaches other equations in MathJax's document (a macro defined, a
-# label set or referred to) would reach those drawn after it in the same batch:
-# some in one build, others in the next. Refused, each equation drawn on its own.
+# TeX that reaches other equations in MathJax's document (a macro, a colour, a
+# delimiter or an arrow defined; a label set or referred to) would reach those
+# drawn after it in the same batch: some in one build, others in the next. Refused:
+# each equation is drawn on its own. A command is a backslash after an even run of
+# them (``\\`` is a line break).
 ACROSS_EQUATIONS = re.compile(
-    r"\\(?:[gex]?def|let|(?:re|provide)?newcommand|renewcommand|(?:re)?newenvironment"
-    r"|DeclareMathOperator|label|eqref|ref)(?![A-Za-z])"
-)
-REFUSED = (
-    "it defines a macro or sets or refers to a label, and each equation is drawn on its "
-    "own: write the command out, and label a display equation with {math}'s :label:"
+    r"(?<!\\)(?:\\\\)*\\(?P<command>[gex]?def|let|(?:re|provide)?newcommand"
+    r"|(?:re)?newenvironment|DeclareMathOperator|DeclarePairedDelimiter(?:X|XPP)?"
+    r"|definecolor|Newextarrow|label|eqref|ref)(?![A-Za-z])"
 )
 # This module's code as imported (kept_record.py): what is drawn depends on it too.
 _THIS_MODULE = source_digest(__file__)
@@ -137,11 +138,12 @@ def _key(tex: str, display: bool, number: int) -> str:
 class Drawing:
     """A build's equations on their way from MathJax into the pages it wrote."""
 
-    pages: dict[Path, str]  # each page written with placeholders: its HTML as read
+    pages: dict[Path, str]  # each page with placeholders (written by this build): its HTML
     keys: dict[Path, list[str]]  # each such page's equations, in order
     record: KeptRecord  # what earlier builds drew, and which page shows what
     new: list[str]  # the equations sent to MathJax, in the order sent
-    refused: dict[str, dict]  # equations not sent (ACROSS_EQUATIONS): the error
+    refused: dict[str, str]  # equations not sent: the command that reaches others
+    still_shown: set[str]  # pages not written by this build that show equations
     answer: Future | None  # MathJax's stylesheet and its SVG (or error) for each of ``new``
 
 
@@ -153,11 +155,13 @@ def _start_drawing(app: Sphinx, exception: Exception | None) -> None:
     if getattr(app.builder, "math_renderer_name", None) != "svgmath":
         return
     outdir = Path(app.outdir)
-    pages = {
-        path: text
-        for path in outdir.rglob("*.html")
-        if 'data-math-pending="' in (text := path.read_text(encoding="utf8"))
-    }
+    pages, still_shown = {}, set()
+    for path in outdir.rglob("*.html"):
+        text = path.read_text(encoding="utf8")
+        if 'data-math-pending="' in text:
+            pages[path] = text
+        elif "<mjx-container" in text:
+            still_shown.add(path.relative_to(outdir).as_posix())
     if not pages and (outdir / "_static" / STYLESHEET).exists():
         return
     # Numbered from 1 on each page (the SVG's glyph ids): an incremental build,
@@ -180,9 +184,9 @@ def _start_drawing(app: Sphinx, exception: Exception | None) -> None:
     if not isinstance(svg, dict):
         svg = {}
     refused = {
-        key: {"error": REFUSED}
+        key: found["command"]
         for key, (tex, *_) in equations.items()
-        if ACROSS_EQUATIONS.search(tex)
+        if (found := ACROSS_EQUATIONS.search(tex))
     }
     new = [key for key in equations if key not in refused and not isinstance(svg.get(key), str)]
     answer = None
@@ -190,7 +194,7 @@ def _start_drawing(app: Sphinx, exception: Exception | None) -> None:
         pool = ThreadPoolExecutor(1)  # Node draws; the pool's thread only waits for it
         answer = pool.submit(render, [*(equations[key] for key in new), SAMPLE], Path(app.confdir))
         pool.shutdown(wait=False)  # its thread ends once Node has answered
-    build_state.of(app).drawing = Drawing(pages, keys, record, new, refused, answer)
+    build_state.of(app).drawing = Drawing(pages, keys, record, new, refused, still_shown, answer)
 
 
 def _finish_drawing(app: Sphinx, exception: Exception | None) -> None:
@@ -201,7 +205,7 @@ def _finish_drawing(app: Sphinx, exception: Exception | None) -> None:
         return  # a build that failed since: its error is the one to show
     outdir, record = Path(app.outdir), started.record
     kept_svg = record.entries.get("svg")
-    drawn: dict = {**started.refused, **(kept_svg if isinstance(kept_svg, dict) else {})}
+    drawn: dict = dict(kept_svg) if isinstance(kept_svg, dict) else {}
     css = record.entries.get("css")
     if started.answer is not None:
         css, answers = started.answer.result()
@@ -211,37 +215,41 @@ def _finish_drawing(app: Sphinx, exception: Exception | None) -> None:
     for path, text in started.pages.items():
         if not path.is_file() or path.read_text(encoding="utf8") != text:
             continue  # removed since (a page gone), or written again by another build
-        outputs = iter([drawn[key] for key in started.keys[path]])
+        outputs = iter([(key, drawn.get(key)) for key in started.keys[path]])
 
         def substitute(match: re.Match, path=path, outputs=outputs) -> str:
-            out = next(outputs)
-            if isinstance(out, dict):
-                docname = path.relative_to(outdir).with_suffix("").as_posix()
+            key, out = next(outputs)
+            if key not in started.refused and isinstance(out, str):
+                return out
+            docname = path.relative_to(outdir).with_suffix("").as_posix()
+            where, tex = docname if docname in app.env.all_docs else None, html.unescape(match[2])
+            if key in started.refused:
                 report(
-                    AuthorError.TEX_INVALID,
-                    docname if docname in app.env.all_docs else None,
-                    tex=html.unescape(match[2]),
-                    error=out["error"],
+                    AuthorError.TEX_ACROSS_EQUATIONS,
+                    where,
+                    tex=tex,
+                    command="\\" + started.refused[key],
                 )
-                return match[0]
-            return out
+            else:
+                report(AuthorError.TEX_INVALID, where, tex=tex, error=out["error"])
+            return match[0]
 
         path.write_text(PLACEHOLDER.sub(substitute, text), encoding="utf8")
         shown[path.relative_to(outdir).as_posix()] = started.keys[path]
     stylesheet = outdir / "_static" / STYLESHEET
     stylesheet.parent.mkdir(parents=True, exist_ok=True)
     stylesheet.write_text(css, encoding="utf8")
-    # Kept: the SVG of each equation a page shows, of the pages this build wrote
-    # and of those it did not write that are still there, as the record says.
+    # Kept: the SVG of each equation a page shows: of the pages this build wrote,
+    # and of those it did not write that still show equations, as the record says.
     before = record.entries.get("pages")
     for page, page_keys in (before if isinstance(before, dict) else {}).items():
-        if page not in shown and (outdir / page).is_file():
+        if page in started.still_shown:
             shown[page] = page_keys
     svg = {
         key: drawn[key]
         for page_keys in shown.values()
         for key in page_keys
-        if isinstance(drawn.get(key), str)
+        if isinstance(drawn.get(key), str) and key not in started.refused
     }
     record.save({"css": css, "svg": svg, "pages": shown})
 
