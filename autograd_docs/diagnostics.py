@@ -95,7 +95,7 @@ class AuthorError(Enum):
     TEX_ACROSS_EQUATIONS = (
         "equation {tex!r} would reach other equations ({command}): each is drawn on its own",
         "write the command out in each equation; to number an equation and link to it, "
-        "give a {{math}} directive a :label: and link with {{eq}}",
+        "give its math directive a :label: and link to it with the eq role",
     )
     OUTPUT_VARIES = (
         "this cell printed something different when the same source ran twice",
