@@ -138,7 +138,7 @@ def _key(tex: str, display: bool, number: int) -> str:
 class Drawing:
     """A build's equations on their way from MathJax into the pages it wrote."""
 
-    pages: dict[Path, str]  # each page with placeholders (written by this build): its HTML
+    pages: dict[Path, str]  # each page with placeholders (this build's, or a failed TeX's)
     keys: dict[Path, list[str]]  # each such page's equations, in order
     record: KeptRecord  # what earlier builds drew, and which page shows what
     new: list[str]  # the equations sent to MathJax, in the order sent
@@ -149,7 +149,7 @@ class Drawing:
 
 def _start_drawing(app: Sphinx, exception: Exception | None) -> None:
     """Early in build-finished: start MathJax (in Node, on another core) on the
-    equations no earlier build drew, while the other handlers run."""
+    equations the record does not hold, while the other handlers run."""
     if exception is not None or app.builder.format != "html":
         return
     if getattr(app.builder, "math_renderer_name", None) != "svgmath":
