@@ -10,9 +10,10 @@ whole record; and only when its text would change (keys sorted, so an order is
 no change).
 ``make clean`` removes it with the rest of ``_build``.
 
-Three parts keep one: ``html/search.py`` (each page's search facts),
-``html/svg_math.py`` (each equation's SVG) and ``api_roles.py`` (each API name's
-check against the installed torch).
+Four parts keep one: ``html/search.py`` (each page's search facts),
+``html/svg_math.py`` (each equation's SVG), ``html/notebooks.py`` (what each
+page's downloads were made from) and ``api_roles.py`` (each API name's check
+against the installed torch).
 """
 
 from __future__ import annotations
