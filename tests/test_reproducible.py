@@ -130,6 +130,8 @@ PROSE = (PAGE, "for the identity.", "for the identity, futurewarnings aside.")  
 FIGURE = ("docs/figure-page.md", '"the gradient is 2z"', '"the gradient is twice z"')  # a figure
 MATH = ("docs/figure-page.md", "= 2 z.", "= 2 z + 0.")  # an equation: drawn again, then kept
 SNIPPET = ("snippets/oracle.py", "Independent oracles", "Independent, edited oracles")  # downloads
+# Every page links the stylesheet with its checksum (site.css?v=...).
+STYLESHEET = ("docs/_static/site.css", "/* Headings on a phone:", "/* Headings, on a phone:")
 
 
 def edit(folder: Path, *edits: tuple[str, str, str], undo: bool = False) -> None:
@@ -175,6 +177,31 @@ def test_edits_then_reverts_leave_what_a_clean_build_writes(built_copy, warm_cop
     # The glossary stays as the last build wrote it: its search entries, words
     # and sidebar are kept, not made again.
     assert "reference/glossary" not in written(result.log), result.log
+    assert differences(built_copy, warm_copy) == []
+
+
+def stylesheet_links(folder: Path) -> set[str]:
+    """The ``site.css?v=<checksum>`` links of every page a build wrote."""
+    return {link for page in (folder / "_build" / "html").rglob("*.html")
+            for link in re.findall(r"site\.css\?v=\w+", page.read_text(encoding="utf8"))}
+
+
+def test_a_stylesheet_edited_then_reverted_leaves_what_a_clean_build_writes(
+        built_copy, warm_copy):
+    """Every page links the stylesheets with their checksum; Sphinx writes no
+    page again for an edited stylesheet, so every page linked the old checksum
+    (reproducible.py: the static files are in .buildinfo's hash). Alone: an
+    edit that writes every page anyway would hide it."""
+    before = stylesheet_links(built_copy)
+    edit(warm_copy, STYLESHEET)
+    result = build(warm_copy)
+    assert result.returncode == 0, result.log
+    edited = stylesheet_links(warm_copy)
+    assert len(before) == len(edited) == 1 and edited != before, (before, edited)
+
+    edit(warm_copy, STYLESHEET, undo=True)
+    result = build(warm_copy)
+    assert result.returncode == 0, result.log
     assert differences(built_copy, warm_copy) == []
 
 

@@ -16,6 +16,9 @@ removes nothing; this part mends what that leaves different from a clean build:
   terms). Sphinx would write only the page that changed.
 - **Every page written again when the engine changed**: what a page's HTML holds
   may depend on any part of it.
+- **Every page written again when a static file changed**: each page links the
+  site's stylesheets and scripts as ``site.css?v=<checksum>``, and Sphinx would
+  keep the old checksum in every page it does not write.
 - **Nothing left behind**: a removed page's files (its HTML, source copy,
   notebooks, traceback report), a traceback report once its page is read again,
   figures no page shows any more, and Sphinx's ``.buildinfo.bak``.
@@ -24,10 +27,12 @@ removes nothing; this part mends what that leaves different from a clean build:
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from sphinx.application import Sphinx
+from sphinx.config import Config
 
 from autograd_docs import _compat
 from autograd_docs.execution import cache_key
@@ -35,6 +40,8 @@ from autograd_docs.execution import cache_key
 if TYPE_CHECKING:
     from sphinx.builders.html import StandaloneHTMLBuilder
 
+# An "html" config value: what the static files hold (their links carry checksums).
+STATIC_FILES = "autograd_docs_static_files"
 # Saved with the environment: what pages showed of each other when it was read.
 SHOWN_OF_EACH_OTHER = "autograd_docs_shown_of_each_other"
 
@@ -141,10 +148,29 @@ def engine_fingerprint() -> str:
     return cache_key.digest([path.read_text(encoding="utf8") for path in cache_key.engine_files()])
 
 
+def _fingerprint_static_files(app: Sphinx, config: Config) -> None:
+    """The content of every file under html_static_path, as STATIC_FILES."""
+    files = sorted(
+        path
+        for folder in config.html_static_path
+        for path in Path(app.confdir, folder).rglob("*")
+        if path.is_file()
+    )
+    config[STATIC_FILES] = cache_key.digest(
+        [
+            f"{path.relative_to(app.confdir)} {hashlib.sha256(path.read_bytes()).hexdigest()}"
+            for path in files
+        ]
+    )
+
+
 def setup(app: Sphinx) -> dict:
-    # Not set by conf.py: when the engine changes, this value does, and Sphinx
-    # writes every page again (an "html" value is in .buildinfo's hash).
+    # Not set by conf.py: when the engine or a static file changes, the value
+    # does, and Sphinx writes every page again (an "html" value is in
+    # .buildinfo's hash).
     app.add_config_value("autograd_docs_engine", engine_fingerprint(), "html", str)
+    app.add_config_value(STATIC_FILES, "", "html", str)
+    app.connect("config-inited", _fingerprint_static_files, priority=900)
     app.connect("builder-inited", _copy_mystnb_css_first)
     app.connect("env-get-updated", _pages_that_show_others)
     app.connect("env-purge-doc", _remove_old_report)
