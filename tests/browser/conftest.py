@@ -149,14 +149,22 @@ def traffic(context, base_url) -> Traffic:
 
 
 @pytest.fixture
-def windows(new_context, base_url) -> tuple[list, Traffic]:
-    """WINDOWS pages, each in a browser window (context) of its own, and what they
-    fetched elsewhere or logged. Windows, not tabs: a tab behind another gets no
-    animation frames, so a smooth scroll there would never come to rest."""
+def motion() -> str:
+    """What the reader asked of the system (CSS prefers-reduced-motion): "reduce"
+    or "no-preference"; a test parametrized on ``motion`` picks it."""
+    return "no-preference"
+
+
+@pytest.fixture
+def windows(new_context, base_url, motion) -> tuple[list, Traffic]:
+    """WINDOWS pages, each in a browser window (context) of its own asking for
+    ``motion``, and what they fetched elsewhere or logged. Windows, not tabs: a
+    tab behind another gets no animation frames, so a smooth scroll there would
+    never come to rest."""
     seen = Traffic()
     pages = []
     for _ in range(WINDOWS):
-        context = new_context()
+        context = new_context(reduced_motion=motion)
         watch(context, base_url, seen)
         pages.append(context.new_page())
     return pages, seen

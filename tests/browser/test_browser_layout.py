@@ -4,10 +4,14 @@ whole site, at a phone's (375 px) and a desktop's (1280 px) width.
 * A link to a heading lands on it: every heading another page links to, opened as
   a deep link (``page.html#anchor``), and every link on a page to a heading of the
   same page (the text's own links, and the last entries of "On this page", the
-  longest jumps), clicked, so furo's smooth scroll runs. Each is measured once the page has come to rest (no scrolling, no
-  layout moving for several frames): the heading must sit where the browser aims
-  it, under the header (the target's ``scroll-margin-top``), or, near the end of a
-  page that cannot scroll that far, be on screen.
+  longest jumps), clicked. Each is measured once the page has come to rest (no
+  scrolling, no layout moving for several frames): the heading must sit where the
+  browser aims it, under the header (the target's ``scroll-margin-top``), or, near
+  the end of a page that cannot scroll that far, be on screen. Every link is
+  followed as by a reader who asked for reduced motion (site.css: a jump); the
+  longest jumps of every page are clicked again with furo's smooth scroll, which
+  must come to rest in the same place. (A smooth scroll takes most of a second:
+  every link that way took 100 s per width on 2 cores.)
 * Code a phone can read: at 375 px no code cell or output on the first pages a
   reader opens scrolls sideways, and at most half of the site's code blocks do.
 * Figures a phone can read: the smallest text of every figure (which the build
@@ -47,9 +51,11 @@ HEADING_TARGET = """id => {
 }"""
 
 # The links on the open page: [href, same page?] for each of the text's links,
-# then the last two entries of "On this page" (the longest jumps on the page).
-LINKS = """() => [...document.querySelectorAll('article a[href*="#"]'),
-                 ...[...document.querySelectorAll('.toc-tree a[href*="#"]')].slice(-2)]
+# then the last two entries of "On this page" (the longest jumps on the page);
+# with ``true``, those two only.
+LINKS = """longestOnly => [
+  ...(longestOnly ? [] : document.querySelectorAll('article a[href*="#"]')),
+  ...[...document.querySelectorAll('.toc-tree a[href*="#"]')].slice(-2)]
   .map(a => [a.href, a.pathname === location.pathname])"""
 
 # Resolves once nothing has moved for `still` frames in a row (scrolling, images
@@ -60,11 +66,12 @@ LANDING = """async ([id, still]) => {
   const heading = section.querySelector(':scope > h1, :scope > h2, :scope > h3, '
                                         + ':scope > h4, :scope > h5, :scope > h6');
   const frame = () => new Promise(done => requestAnimationFrame(done));
-  let last = null, calm = 0;
+  let last = null, calm = 0, moving = 0;
   for (const start = performance.now(); calm < still && performance.now() - start < 5000;) {
     await frame();
     const now = `${scrollY} ${target.getBoundingClientRect().top}`;
     calm = now === last ? calm + 1 : 0;
+    moving += last !== null && now !== last;
     last = now;
   }
   const root = document.scrollingElement;
@@ -79,6 +86,8 @@ LANDING = """async ([id, still]) => {
     headerBottom: Math.round(headerBottom),
     atAnEnd: root.scrollTop <= 0 || root.scrollTop >= root.scrollHeight - root.clientHeight - 1,
     height: innerHeight,
+    behavior: getComputedStyle(document.documentElement).scrollBehavior,
+    movingFrames: moving,
   };
 }"""
 
@@ -100,50 +109,60 @@ def missed(landing: dict) -> str | None:
             f"header ends at {landing['headerBottom']} px)")
 
 
-# Starts LANDING in the open page and leaves its answer in ``window.landed``
-# (null until it rests), so that each window is measured without waiting for the others.
-START_LANDING = f"""args => {{
+# Follows, in the open page, each of ``links`` in turn ([href, id]: the link
+# clicked, as a reader clicks it, even in a closed drawer; href null: the page
+# was just opened at #id) and measures where each came to rest (LANDING). The
+# answers are left in ``window.landed`` (null until all have rested), so that
+# each window works through its page without waiting for the others, and
+# Python looks once per page, not once per link.
+START_LANDINGS = f"""([links, still]) => {{
   window.landed = null;
-  ({LANDING})(args).then(where => {{ window.landed = where; }},
-                         error => {{ window.landed = {{error: String(error)}}; }});
+  const land = {LANDING};
+  (async () => {{
+    const landed = [];
+    for (const [href, id] of links) {{
+      if (href !== null) [...document.querySelectorAll('a')].find(a => a.href === href).click();
+      landed.push(await land([id, still]).catch(error => ({{error: String(error)}})));
+    }}
+    return landed;
+  }})().then(landed => {{ window.landed = landed; }},
+            error => {{ window.landed = links.map(() => ({{error: String(error)}})); }});
 }}"""
 STILL_FRAMES = 6  # frames in a row without movement: the page has come to rest
-POLL = 0.05  # s between looks at the windows still scrolling
-# s a window may take to answer (LANDING itself gives up after 5 s): past it, the
+POLL = 0.05  # s between looks at the windows still at work
+# s a window may take per link (LANDING itself gives up after 5 s): past it, a
 # click loaded another page, or the page hung; a miss either way, not a wait.
 ANSWER_WITHIN = 20
 
 # The ids on the open page that HEADING_TARGET accepts.
 HEADING_IDS = f"() => [...document.querySelectorAll('[id]')].map(e => e.id).filter({HEADING_TARGET})"
 
-CLICK = "href => [...document.querySelectorAll('a')].find(a => a.href === href).click()"
 
-
-def clicks_on(path: str, elsewhere: set[str], headings: dict[str, set[str]]):
-    """A task: open ``path`` and click, one at a time, each of its links to a
-    heading of the same page, as a reader clicks it (a link in a closed drawer
-    too): the browser's own navigation, with furo's smooth scroll. Yields
-    (what was done, the link) after each click; collects the links to other
+def clicks_on(path: str, elsewhere: set[str], headings: dict[str, set[str]],
+              longest_only: bool = False):
+    """A task: open ``path``; its links to a heading of the same page (or,
+    ``longest_only``, the last two of "On this page"), each to be clicked in
+    turn, as (what is done, the link, clicked?). Collects the links to other
     pages into ``elsewhere`` and the page's heading ids into ``headings``."""
     def task(window):
         window.goto(path, wait_until="load")
-        headings[urldefrag(window.url).url] = set(window.evaluate(HEADING_IDS))
-        links = window.evaluate(LINKS)
+        ids = set(window.evaluate(HEADING_IDS))
+        headings[urldefrag(window.url).url] = ids
+        links = window.evaluate(LINKS, longest_only)
         elsewhere.update(href for href, same in links if not same)
-        for href in dict.fromkeys(href for href, same in links if same):
-            fragment = urldefrag(href).fragment
-            if window.evaluate(HEADING_TARGET, fragment):
-                window.evaluate(CLICK, href)
-                yield f"{path}: click #{fragment}", href
+        return [(f"{path}: click #{urldefrag(href).fragment}", href, True)
+                for href in dict.fromkeys(href for href, same in links if same)
+                if urldefrag(href).fragment in ids]
     return task
 
 
 def opens(href: str, base_url: str):
-    """A task: open ``href`` as a deep link; yields once if it names a heading."""
+    """A task: open ``href`` as a deep link; measured if it names a heading."""
     def task(window):
         window.goto(href, wait_until="load")
         if window.evaluate(HEADING_TARGET, urldefrag(href).fragment):
-            yield f"{href[len(base_url):]} opened as a deep link", href
+            return [(f"{href[len(base_url):]} opened as a deep link", href, False)]
+        return []
     return task
 
 
@@ -156,42 +175,41 @@ def may_name_a_heading(href: str, headings: dict[str, set[str]]) -> bool:
 
 def side_by_side(windows: list, tasks) -> list[tuple[str, dict]]:
     """Run ``tasks`` in the windows, each window one task at a time and each at
-    its own pace: a window whose link has come to rest is measured and sets its
-    next link going while the others are still scrolling. Returns (what was
+    its own pace: a window whose links have all come to rest is read and sets
+    its next task going while the others are still at work. Returns (what was
     done, where the heading landed) for every link."""
     tasks, landed = iter(tasks), []
-    steps = {index: iter(()) for index in range(len(windows))}
-    waiting: dict[int, tuple[str, float]] = {}  # window -> (what it does, since), until it rests
+    waiting: dict[int, tuple[list, float]] = {}  # window -> (its links, since), until done
 
     def start_next(index: int) -> None:
         window = windows[index]
-        while (step := next(steps[index], None)) is None:
-            task = next(tasks, None)
-            if task is None:
-                del steps[index]
+        for task in tasks:
+            if links := task(window):
+                window.evaluate(START_LANDINGS, [
+                    [[href if clicked else None, urldefrag(href).fragment]
+                     for _, href, clicked in links], STILL_FRAMES])
+                waiting[index] = (links, time.monotonic())
                 return
-            steps[index] = task(window)
-        done, href = step
-        window.evaluate(START_LANDING, [urldefrag(href).fragment, STILL_FRAMES])
-        waiting[index] = (done, time.monotonic())
 
-    for index in list(steps):
+    for index in range(len(windows)):
         start_next(index)
     while waiting:
-        for index, (done, since) in list(waiting.items()):
+        for index, (links, since) in list(waiting.items()):
             where = windows[index].evaluate("window.landed ?? null")
-            if where is None and time.monotonic() - since > ANSWER_WITHIN:
-                where = {"error": f"no answer within {ANSWER_WITHIN} s (left the page?)"}
+            if where is None and time.monotonic() - since > ANSWER_WITHIN * len(links):
+                where = [{"error": f"no answer within {ANSWER_WITHIN} s a link "
+                                   "(left the page?)"}] * len(links)
             if where is not None:
-                landed.append((done, where))
+                landed += [(done, at) for (done, _, _), at in zip(links, where, strict=True)]
                 del waiting[index]
                 start_next(index)
         time.sleep(POLL)
     return landed
 
 
+@pytest.mark.parametrize("motion", ["reduce"])
 @pytest.mark.parametrize("width", WIDTHS)
-def test_links_to_headings_land_on_them(windows, base_url, width):
+def test_links_to_headings_land_on_them(windows, base_url, width, motion):
     pages, traffic = windows
     for page in pages:
         page.set_viewport_size(WIDTHS[width])
@@ -203,8 +221,31 @@ def test_links_to_headings_land_on_them(windows, base_url, width):
     misses = [f"{done}: {why}" for done, where in landed if (why := missed(where))]
     print(f"{width}: {len(landed)} links to headings followed, {len(misses)} missed")
     assert len(landed) > 50, f"only {len(landed)} links to headings found: is the site built?"
+    assert {where.get("behavior") for _, where in landed} == {"auto"}, (
+        "site.css no longer turns furo's smooth scroll off for reduced motion")
     assert not misses, (f"at {WIDTHS[width]['width']} px, {len(misses)} of {len(landed)} links "
                         "to a heading did not land on it:\n  " + "\n  ".join(misses))
+    assert not traffic.console_errors
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_smooth_scroll_comes_to_rest_on_the_heading(windows, base_url, width):
+    """The longest jumps of every page, clicked with furo's smooth scroll (the
+    default ``motion``): the animation ends where the jump lands."""
+    pages, traffic = windows
+    for page in pages:
+        page.set_viewport_size(WIDTHS[width])
+    landed = side_by_side(pages, [clicks_on(path, set(), {}, longest_only=True)
+                                  for path in CONTENT])
+    misses = [f"{done}: {why}" for done, where in landed if (why := missed(where))]
+    print(f"{width}: {len(landed)} smooth scrolls, {len(misses)} missed")
+    assert len(landed) > 30, f"only {len(landed)} longest jumps found: is the site built?"
+    animated = sum(where.get("movingFrames", 0) > 1 for _, where in landed)
+    assert animated > len(landed) / 2, (
+        f"only {animated} of {len(landed)} clicks scrolled over several frames: "
+        "is the scroll still smooth?")
+    assert not misses, (f"at {WIDTHS[width]['width']} px, {len(misses)} of {len(landed)} smooth "
+                        "scrolls did not come to rest on the heading:\n  " + "\n  ".join(misses))
     assert not traffic.console_errors
 
 
