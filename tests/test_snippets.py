@@ -1,5 +1,6 @@
 """Every snippet runs on its own and passes its own asserts."""
 
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ QUESTION_OUTPUT = (
 )
 
 
+@functools.cache  # each snippet runs once, for every test that reads what it printed
 def run_snippet(name: str) -> str:
     result = subprocess.run(
         [sys.executable, str(SNIPPETS / name)],
