@@ -38,6 +38,7 @@ from autograd_docs import execution
 from autograd_docs import kernels as fork_kernels
 from autograd_docs.build_log import EXECUTED, FROM_CACHE, PageLine
 from autograd_docs.devkit.executed import executed_cells
+from autograd_docs.html import reproducible
 
 from site_copy import (
     PAGE,
@@ -203,6 +204,31 @@ def test_a_stylesheet_edited_then_reverted_leaves_what_a_clean_build_writes(
     result = build(warm_copy)
     assert result.returncode == 0, result.log
     assert differences(built_copy, warm_copy) == []
+
+
+def test_the_static_files_fingerprint_follows_what_sphinx_copies(tmp_path):
+    """A stylesheet's edit and a static entry that is one file change the
+    fingerprint; an editor's swap file and an excluded file do not."""
+    (tmp_path / "static").mkdir()
+    (tmp_path / "static" / "site.css").write_text("a {}")
+    (tmp_path / "logo.svg").write_text("<svg/>")
+
+    class Config(dict):
+        __getattr__ = dict.__getitem__
+
+    def fingerprint() -> str:
+        config = Config(html_static_path=["static", "logo.svg"], exclude_patterns=["**/draft*"])
+        reproducible._fingerprint_static_files(SimpleNamespace(confdir=tmp_path), config)
+        return config[reproducible.STATIC_FILES]
+
+    first = fingerprint()
+    (tmp_path / "static" / ".site.css.swp").write_text("x")
+    (tmp_path / "static" / "draft.css").write_text("x")
+    assert fingerprint() == first
+    for changed in ("static/site.css", "logo.svg"):
+        (tmp_path / changed).write_text("b {}")
+        assert fingerprint() != first, changed
+        first = fingerprint()
 
 
 # -- the real site -----------------------------------------------------------------

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, cast
 
 from sphinx.application import Sphinx
 from sphinx.config import Config
+from sphinx.util.matching import Matcher
 
 from autograd_docs import _compat
 from autograd_docs.execution import cache_key
@@ -149,19 +150,28 @@ def engine_fingerprint() -> str:
 
 
 def _fingerprint_static_files(app: Sphinx, config: Config) -> None:
-    """The content of every file under html_static_path, as STATIC_FILES."""
-    files = sorted(
-        path
-        for folder in config.html_static_path
-        for path in Path(app.confdir, folder).rglob("*")
-        if path.is_file()
-    )
-    config[STATIC_FILES] = cache_key.digest(
-        [
-            f"{path.relative_to(app.confdir)} {hashlib.sha256(path.read_bytes()).hexdigest()}"
-            for path in files
+    """What every file Sphinx copies from html_static_path holds, as STATIC_FILES:
+    a file entry itself, and what a folder entry holds but what the copy leaves
+    out (exclude_patterns, dotfiles such as an editor's swap files)."""
+    excluded = Matcher([*config.exclude_patterns, "**/.*"])
+    parts = []
+    for entry in config.html_static_path:
+        root = Path(app.confdir, entry)
+        found = (
+            {"": root}
+            if root.is_file()
+            else {
+                path.relative_to(root).as_posix(): path
+                for path in root.rglob("*")
+                if path.is_file()
+            }
+        )
+        parts += [
+            f"{entry} {name} {hashlib.sha256(path.read_bytes()).hexdigest()}"
+            for name, path in sorted(found.items())
+            if not (name and excluded(name))
         ]
-    )
+    config[STATIC_FILES] = cache_key.digest(parts)
 
 
 def setup(app: Sphinx) -> dict:

@@ -60,9 +60,9 @@ def browser_context_args(browser_context_args):
             "service_workers": "block"}
 
 
-# How many windows a test that waits on the browser (a smooth scroll coming to rest)
-# drives at once. Measured on 2 cores, the phone-width heading links: 243 s in one
-# window, 124 s in 4, 102 s in 8.
+# How many windows a test that waits on the browser (a scroll coming to rest)
+# drives at once. Measured on 2 cores when every phone-width heading link was
+# followed with the smooth scroll: 243 s in one window, 124 s in 4, 102 s in 8.
 WINDOWS = 8
 
 

@@ -88,9 +88,9 @@ DETAILS = """() => [...document.querySelectorAll('.claim-marker')].map(marker =>
 
 
 def detail_problems(page, claims: list[dict], by_mouse: bool = True) -> list[str]:
-    """Open every marker's detail, as a reader clicks it (``by_mouse``; else each
-    marker's click event only, where the mouse's way was taken already at the same
-    layout); each must say its check, where it is and the torch."""
+    """Open every marker's detail, as a reader clicks it (``by_mouse``; else by
+    each marker's click event only: for a theme whose layout is the same as one
+    clicked by mouse); each must say its check, where it is and the torch."""
     markers = page.locator(".claim-marker")
     if not by_mouse:
         markers.evaluate_all("markers => markers.forEach(marker => marker.click())")
@@ -161,8 +161,8 @@ def test_the_reveal_shows_what_proved_each_sentence(page, traffic, path, width, 
     problems = []
     expect(page.locator(TOGGLE)).to_be_visible()
     reveal(page)
-    # The dark theme changes colours, not where a marker is: the mouse's clicks
-    # are made in the light one.
+    # The dark theme changes colours (CSS variables), not where a marker is: the
+    # light theme's run of the same page and width clicks by mouse.
     problems += detail_problems(page, claims, by_mouse=scheme == "light")
     # Numbered as a reader meets them (checks may come in another order).
     names = page.eval_on_selector_all(".claim-marker", "els => els.map(el => el.textContent.trim())")

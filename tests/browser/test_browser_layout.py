@@ -8,10 +8,11 @@ whole site, at a phone's (375 px) and a desktop's (1280 px) width.
   scrolling, no layout moving for several frames): the heading must sit where the
   browser aims it, under the header (the target's ``scroll-margin-top``), or, near
   the end of a page that cannot scroll that far, be on screen. Every link is
-  followed as by a reader who asked for reduced motion (site.css: a jump); the
-  longest jumps of every page are clicked again with furo's smooth scroll, which
-  must come to rest in the same place. (A smooth scroll takes most of a second:
-  every link that way took 100 s per width on 2 cores.)
+  followed as by a reader who asked for reduced motion (site.css: a jump, in one
+  frame); the longest jumps of every page are clicked again, and opened as deep
+  links, with furo's smooth scroll, and held to the same measure. (A smooth
+  scroll takes most of a second: every link that way took 100 s per width on 2
+  cores.)
 * Code a phone can read: at 375 px no code cell or output on the first pages a
   reader opens scrolls sideways, and at most half of the site's code blocks do.
 * Figures a phone can read: the smallest text of every figure (which the build
@@ -27,6 +28,7 @@ from urllib.parse import unquote, urldefrag, urlparse
 import pytest
 from built_site import DESKTOP, PHONE, ROOT, SITE, next_frame, site_pages, site_prefix
 from PIL import Image
+from playwright.sync_api import Error as PlaywrightError
 
 sys.path.insert(0, str(ROOT / "snippets"))
 from figures import LEGIBLE_PX, SMALLEST_TEXT_KEY  # noqa: E402
@@ -50,13 +52,17 @@ HEADING_TARGET = """id => {
                                                   + ':scope > h4, :scope > h5, :scope > h6'));
 }"""
 
-# The links on the open page: [href, same page?] for each of the text's links,
-# then the last two entries of "On this page" (the longest jumps on the page);
-# with ``true``, those two only.
-LINKS = """longestOnly => [
-  ...(longestOnly ? [] : document.querySelectorAll('article a[href*="#"]')),
-  ...[...document.querySelectorAll('.toc-tree a[href*="#"]')].slice(-2)]
-  .map(a => [a.href, a.pathname === location.pathname])"""
+# The links on the open page, as [href, same page?, [selector, index]: the link
+# itself]: each of the text's links (a heading's own link too), then the last two
+# entries of "On this page" (the longest jumps on the page); with ``true``, those
+# two only.
+TEXT_LINKS, CONTENTS_LINKS = 'article a[href*="#"]', '.toc-tree a[href*="#"]'
+LINKS = f"""longestOnly => {{
+  const links = (selector, from) => [...document.querySelectorAll(selector)]
+    .map((a, index) => [a.href, a.pathname === location.pathname, [selector, index]])
+    .slice(from);
+  return [...(longestOnly ? [] : links('{TEXT_LINKS}', 0)), ...links('{CONTENTS_LINKS}', -2)];
+}}"""
 
 # Resolves once nothing has moved for `still` frames in a row (scrolling, images
 # arriving, fonts), or after 5 s: then where the target's heading is.
@@ -109,29 +115,31 @@ def missed(landing: dict) -> str | None:
             f"header ends at {landing['headerBottom']} px)")
 
 
-# Follows, in the open page, each of ``links`` in turn ([href, id]: the link
-# clicked, as a reader clicks it, even in a closed drawer; href null: the page
-# was just opened at #id) and measures where each came to rest (LANDING). The
-# answers are left in ``window.landed`` (null until all have rested), so that
-# each window works through its page without waiting for the others, and
-# Python looks once per page, not once per link.
+# Follows, in the open page, each of ``links`` in turn ([[selector, index]: the
+# link clicked, as a reader clicks it, even in a closed drawer; or null: the page
+# was just opened at #id], id) and measures where each came to rest (LANDING).
+# The answers so far are in ``window.landedSoFar``, all of them in
+# ``window.landed`` (null until then): each window works through its page
+# without waiting for the others, and Python looks once a poll, not once a link.
 START_LANDINGS = f"""([links, still]) => {{
   window.landed = null;
+  window.landedSoFar = [];
   const land = {LANDING};
   (async () => {{
-    const landed = [];
-    for (const [href, id] of links) {{
-      if (href !== null) [...document.querySelectorAll('a')].find(a => a.href === href).click();
-      landed.push(await land([id, still]).catch(error => ({{error: String(error)}})));
+    for (const [click, id] of links) {{
+      if (click !== null) document.querySelectorAll(click[0])[click[1]].click();
+      window.landedSoFar.push(await land([id, still]).catch(error => ({{error: String(error)}})));
     }}
-    return landed;
-  }})().then(landed => {{ window.landed = landed; }},
-            error => {{ window.landed = links.map(() => ({{error: String(error)}})); }});
+  }})().then(() => {{ window.landed = window.landedSoFar; }},
+            error => {{ window.landed = links.map((_, i) => window.landedSoFar[i]
+                                                  ?? {{error: String(error)}}); }});
 }}"""
+# [all answered?, the answers so far]; null once another page is open.
+PROGRESS = "() => window.landedSoFar ? [window.landed !== null, window.landedSoFar] : null"
 STILL_FRAMES = 6  # frames in a row without movement: the page has come to rest
 POLL = 0.05  # s between looks at the windows still at work
-# s a window may take per link (LANDING itself gives up after 5 s): past it, a
-# click loaded another page, or the page hung; a miss either way, not a wait.
+# s a link may take to answer (LANDING itself gives up after 5 s): past it the
+# page hung; a miss, not a wait.
 ANSWER_WITHIN = 20
 
 # The ids on the open page that HEADING_TARGET accepts.
@@ -139,20 +147,27 @@ HEADING_IDS = f"() => [...document.querySelectorAll('[id]')].map(e => e.id).filt
 
 
 def clicks_on(path: str, elsewhere: set[str], headings: dict[str, set[str]],
-              longest_only: bool = False):
-    """A task: open ``path``; its links to a heading of the same page (or,
-    ``longest_only``, the last two of "On this page"), each to be clicked in
-    turn, as (what is done, the link, clicked?). Collects the links to other
-    pages into ``elsewhere`` and the page's heading ids into ``headings``."""
+              longest_only: bool = False, clicked: set[str] | None = None):
+    """A task: open ``path``; its links to a heading of the same page, each once
+    (or, ``longest_only``, the last two of "On this page"), each to be clicked
+    in turn, as (what is done, the link, [selector, index]). Collects the links
+    to other pages into ``elsewhere``, the page's heading ids into ``headings``
+    and the links it clicks into ``clicked``."""
     def task(window):
         window.goto(path, wait_until="load")
         ids = set(window.evaluate(HEADING_IDS))
         headings[urldefrag(window.url).url] = ids
         links = window.evaluate(LINKS, longest_only)
-        elsewhere.update(href for href, same in links if not same)
-        return [(f"{path}: click #{urldefrag(href).fragment}", href, True)
-                for href in dict.fromkeys(href for href, same in links if same)
-                if urldefrag(href).fragment in ids]
+        elsewhere.update(href for href, same, _ in links if not same)
+        once: dict[tuple[str, str], list] = {}  # (selector, href) -> the first such link
+        for href, same, link in links:
+            if same and urldefrag(href).fragment in ids:
+                once.setdefault((link[0], href), link)
+        if clicked is not None:
+            clicked.update(href for _, href in once)
+        return [(f"{path}: click #{urldefrag(href).fragment}"
+                 + (" in On this page" if selector == CONTENTS_LINKS else ""), href, link)
+                for (selector, href), link in once.items()]
     return task
 
 
@@ -161,7 +176,7 @@ def opens(href: str, base_url: str):
     def task(window):
         window.goto(href, wait_until="load")
         if window.evaluate(HEADING_TARGET, urldefrag(href).fragment):
-            return [(f"{href[len(base_url):]} opened as a deep link", href, False)]
+            return [(f"{href[len(base_url):]} opened as a deep link", href, None)]
         return []
     return task
 
@@ -173,38 +188,64 @@ def may_name_a_heading(href: str, headings: dict[str, set[str]]) -> bool:
     return page not in headings or fragment in headings[page]
 
 
+def stopped(count: int, why: str) -> list[dict]:
+    """Answers for the ``count`` links left when a window stopped answering."""
+    return [{"error": why}] + [{"error": "not followed: the link before it failed"}] * (count - 1)
+
+
 def side_by_side(windows: list, tasks) -> list[tuple[str, dict]]:
     """Run ``tasks`` in the windows, each window one task at a time and each at
     its own pace: a window whose links have all come to rest is read and sets
     its next task going while the others are still at work. Returns (what was
     done, where the heading landed) for every link."""
     tasks, landed = iter(tasks), []
-    waiting: dict[int, tuple[list, float]] = {}  # window -> (its links, since), until done
+    # window -> [its links, their answers so far, when the last came], until done
+    waiting: dict[int, list] = {}
 
     def start_next(index: int) -> None:
-        window = windows[index]
         for task in tasks:
-            if links := task(window):
-                window.evaluate(START_LANDINGS, [
-                    [[href if clicked else None, urldefrag(href).fragment]
-                     for _, href, clicked in links], STILL_FRAMES])
-                waiting[index] = (links, time.monotonic())
+            if links := task(windows[index]):
+                windows[index].evaluate(START_LANDINGS, [
+                    [[link, urldefrag(href).fragment] for _, href, link in links], STILL_FRAMES])
+                waiting[index] = [links, [], time.monotonic()]
                 return
+
+    def finish(index: int, answers: list[dict]) -> None:
+        links = waiting.pop(index)[0]
+        landed.extend((done, at) for (done, _, _), at in zip(links, answers, strict=True))
+        start_next(index)
 
     for index in range(len(windows)):
         start_next(index)
     while waiting:
-        for index, (links, since) in list(waiting.items()):
-            where = windows[index].evaluate("window.landed ?? null")
-            if where is None and time.monotonic() - since > ANSWER_WITHIN * len(links):
-                where = [{"error": f"no answer within {ANSWER_WITHIN} s a link "
-                                   "(left the page?)"}] * len(links)
-            if where is not None:
-                landed += [(done, at) for (done, _, _), at in zip(links, where, strict=True)]
-                del waiting[index]
-                start_next(index)
+        for index, state in list(waiting.items()):
+            links, so_far, since = state
+            try:
+                progress = windows[index].evaluate(PROGRESS)
+            except PlaywrightError:  # a page being replaced, or closed
+                progress = None
+            if progress is None:
+                finish(index, so_far + stopped(len(links) - len(so_far),
+                                               "this click opened another page"))
+            elif progress[0]:
+                finish(index, progress[1])
+            elif len(progress[1]) > len(so_far):
+                state[1:] = [progress[1], time.monotonic()]
+            elif time.monotonic() - since > ANSWER_WITHIN:
+                finish(index, so_far + stopped(len(links) - len(so_far),
+                                               f"no answer within {ANSWER_WITHIN} s"))
         time.sleep(POLL)
     return landed
+
+
+def clicked_and_moved(landed: list[tuple[str, dict]]) -> dict[str, bool]:
+    """Page -> whether any of its clicked links scrolled over several frames."""
+    moved: dict[str, bool] = {}
+    for done, where in landed:
+        if ": click #" in done:
+            page = done.split(": click #")[0]
+            moved[page] = moved.get(page, False) or where["movingFrames"] > 1
+    return moved
 
 
 @pytest.mark.parametrize("motion", ["reduce"])
@@ -221,31 +262,38 @@ def test_links_to_headings_land_on_them(windows, base_url, width, motion):
     misses = [f"{done}: {why}" for done, where in landed if (why := missed(where))]
     print(f"{width}: {len(landed)} links to headings followed, {len(misses)} missed")
     assert len(landed) > 50, f"only {len(landed)} links to headings found: is the site built?"
-    assert {where.get("behavior") for _, where in landed} == {"auto"}, (
-        "site.css no longer turns furo's smooth scroll off for reduced motion")
     assert not misses, (f"at {WIDTHS[width]['width']} px, {len(misses)} of {len(landed)} links "
                         "to a heading did not land on it:\n  " + "\n  ".join(misses))
+    assert {where["behavior"] for _, where in landed} == {"auto"}, (
+        "site.css no longer turns furo's smooth scroll off for reduced motion")
+    scrolled = [page for page, moved in clicked_and_moved(landed).items() if moved]
+    assert not scrolled, f"for reduced motion, a click scrolled over several frames on {scrolled}"
     assert not traffic.console_errors
 
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_a_smooth_scroll_comes_to_rest_on_the_heading(windows, base_url, width):
     """The longest jumps of every page, clicked with furo's smooth scroll (the
-    default ``motion``): the animation ends where the jump lands."""
+    default ``motion``) and opened as deep links: each comes to rest on its
+    heading, by the measure every link is held to."""
     pages, traffic = windows
     for page in pages:
         page.set_viewport_size(WIDTHS[width])
-    landed = side_by_side(pages, [clicks_on(path, set(), {}, longest_only=True)
+    longest: set[str] = set()
+    landed = side_by_side(pages, [clicks_on(path, set(), {}, longest_only=True, clicked=longest)
                                   for path in CONTENT])
+    landed += side_by_side(pages, [opens(href, base_url) for href in sorted(longest)])
     misses = [f"{done}: {why}" for done, where in landed if (why := missed(where))]
-    print(f"{width}: {len(landed)} smooth scrolls, {len(misses)} missed")
+    print(f"{width}: {len(landed)} smooth scrolls and deep links, {len(misses)} missed")
     assert len(landed) > 30, f"only {len(landed)} longest jumps found: is the site built?"
-    animated = sum(where.get("movingFrames", 0) > 1 for _, where in landed)
-    assert animated > len(landed) / 2, (
-        f"only {animated} of {len(landed)} clicks scrolled over several frames: "
-        "is the scroll still smooth?")
-    assert not misses, (f"at {WIDTHS[width]['width']} px, {len(misses)} of {len(landed)} smooth "
-                        "scrolls did not come to rest on the heading:\n  " + "\n  ".join(misses))
+    assert not misses, (f"at {WIDTHS[width]['width']} px, {len(misses)} of {len(landed)} "
+                        "did not come to rest on the heading:\n  " + "\n  ".join(misses))
+    assert {where["behavior"] for _, where in landed} == {"smooth"}
+    # A jump to a heading already on screen moves nothing; most pages scroll.
+    moved = clicked_and_moved(landed)
+    assert sum(moved.values()) > len(moved) / 2, (
+        f"on only {sum(moved.values())} of {len(moved)} pages did a click scroll over "
+        "several frames: is the scroll still smooth?")
     assert not traffic.console_errors
 
 
