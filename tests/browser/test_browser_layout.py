@@ -238,6 +238,36 @@ def side_by_side(windows: list, tasks) -> list[tuple[str, dict]]:
     return landed
 
 
+class ScriptedWindow:
+    """A window whose page answers PROGRESS from a script: each look takes the
+    next answer (the last one repeats). No browser: side_by_side's own logic."""
+
+    def __init__(self, answers: list):
+        self.answers = answers
+
+    def evaluate(self, script: str, *args):
+        if script == PROGRESS:
+            return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        return None
+
+
+def test_a_window_that_leaves_its_page_or_hangs_is_a_miss_said_at_once(monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "ANSWER_WITHIN", 0.2)
+    here = {"top": 0, "aim": 0, "headingTop": 0, "headingBottom": 10, "headerBottom": 0,
+            "atAnEnd": False, "height": 100}
+    links = [(f"click #{n}", f"page.html#{n}", ["a", n]) for n in range(3)]
+    leaves = ScriptedWindow([[False, []], [False, [here]], None])
+    hangs = ScriptedWindow([[False, [here, here]]])
+    start = time.monotonic()
+    landed = side_by_side([leaves, hangs], [lambda window: links, lambda window: links])
+    assert time.monotonic() - start < 5
+    assert sorted((done, str(missed(where))) for done, where in landed) == sorted([
+        ("click #0", "None"), ("click #1", "not measured: this click opened another page"),
+        ("click #2", "not measured: not followed: the link before it failed"),
+        ("click #0", "None"), ("click #1", "None"),
+        ("click #2", "not measured: no answer within 0.2 s")])
+
+
 def clicked_and_moved(landed: list[tuple[str, dict]]) -> dict[str, bool]:
     """Page -> whether any of its clicked links scrolled over several frames."""
     moved: dict[str, bool] = {}
