@@ -92,13 +92,14 @@ def detail_problems(page, claims: list[dict], by_mouse: bool = True) -> list[str
     each marker's click event only: for a theme whose layout is the same as one
     clicked by mouse); each must say its check, where it is and the torch."""
     markers = page.locator(".claim-marker")
-    if not by_mouse:
+    if by_mouse:
+        for index in range(markers.count()):
+            # A mouse click at the marker's place: if anything covered it, that would
+            # get the click and the detail would stay shut. (force: no waiting for
+            # the marker to hold still over two frames; nothing on the page animates.)
+            markers.nth(index).click(force=True)
+    else:
         markers.evaluate_all("markers => markers.forEach(marker => marker.click())")
-    for index in range(markers.count() if by_mouse else 0):
-        # A mouse click at the marker's place: if anything covered it, that would
-        # get the click and the detail would stay shut. (force: no waiting for
-        # the marker to hold still over two frames; nothing on the page animates.)
-        markers.nth(index).click(force=True)
     problems = []
     for index, (expanded, shown, text, href) in enumerate(page.evaluate(DETAILS)):
         if expanded != "true" or not shown:

@@ -118,7 +118,8 @@ def missed(landing: dict) -> str | None:
 
 # Follows, in the open page, each of ``links`` in turn ([[selector, index]: the
 # link clicked, as a reader clicks it, even in a closed drawer; or null: the page
-# was just opened at #id], id) and measures where each came to rest (LANDING).
+# was just opened at #id], id) and measures where each came to rest (LANDING),
+# with the page's path and whether the link was clicked.
 # The answers so far are in ``window.landedSoFar``, all of them in
 # ``window.landed`` (null until then): each window works through its page
 # without waiting for the others, and Python looks once a poll, not once a link.
@@ -129,7 +130,8 @@ START_LANDINGS = f"""([links, still]) => {{
   (async () => {{
     for (const [click, id] of links) {{
       if (click !== null) document.querySelectorAll(click[0])[click[1]].click();
-      window.landedSoFar.push(await land([id, still]).catch(error => ({{error: String(error)}})));
+      const where = await land([id, still]).catch(error => ({{error: String(error)}}));
+      window.landedSoFar.push({{...where, page: location.pathname, clicked: click !== null}});
     }}
   }})().then(() => {{ window.landed = window.landedSoFar; }},
             error => {{ window.landed = links.map((_, i) => window.landedSoFar[i]
@@ -272,10 +274,9 @@ def test_a_window_that_leaves_its_page_or_hangs_is_a_miss_said_at_once(monkeypat
 def clicked_and_moved(landed: list[tuple[str, dict]]) -> dict[str, bool]:
     """Page -> whether any of its clicked links scrolled over several frames."""
     moved: dict[str, bool] = {}
-    for done, where in landed:
-        if ": click #" in done:
-            page = done.split(": click #")[0]
-            moved[page] = moved.get(page, False) or where["movingFrames"] > 1
+    for _, where in landed:
+        if where["clicked"]:
+            moved[where["page"]] = moved.get(where["page"], False) or where["movingFrames"] > 1
     return moved
 
 
