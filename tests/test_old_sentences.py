@@ -356,3 +356,23 @@ def test_b13_the_shape_column_was_the_examples_values(real_claims, row, fails_on
     argnums=(0, 1) and `(5,) + x.shape` for vmap."""
     replay(real_claims, "reference/differentiation-apis", "Each rule holds for inputs and outputs",
            old_shape_rule(row), *TABLE_FAMILIES, fails_on=fails_on, because=because)
+
+
+# -- M3 (review A of d59c23e): the Jacobians page's summary on per-sample computations --
+
+def every_non_zero_for_any_independent_per_sample_computation(member) -> None:
+    """They are every non-zero entry of J when each column holds at most one
+    (… independent per-sample computations), without "one scalar output per sample"."""
+    fn, point = member
+    if isinstance(fn, torch.nn.Module) and not any(
+            isinstance(m, torch.nn.BatchNorm1d) for m in fn.modules()):
+        assert one_entry_per_column(jacobian_rows(fn, point)), f"{fn}: a column holds two non-zeros"
+
+
+def test_m3_independent_per_sample_computations_hold_one_entry_per_column(real_claims):
+    """M3, jacobians-of-vector-functions.md:552-556 (Summary): "independent per-sample
+    computations" among the maps whose columns hold at most one non-zero."""
+    replay(real_claims, "explanation/jacobians-of-vector-functions",
+           "independent per-sample computations with one scalar output per",
+           every_non_zero_for_any_independent_per_sample_computation, maps_and_inputs(),
+           fails_on="Linear(", because="a column holds two non-zeros")
