@@ -30,7 +30,7 @@ import torch
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "snippets"))
-from families import SEEDS, mixing_maps, vector_maps  # noqa: E402
+from families import SEEDS, batches, mixing_maps, points, small_networks, vector_maps  # noqa: E402
 from forward_saves import forward_ad_cases, forward_mode_saves_nothing  # noqa: E402
 from functional_passes import passes_counted  # noqa: E402
 from oracle import (  # noqa: E402
@@ -39,6 +39,12 @@ from oracle import (  # noqa: E402
     check_property,
     family_name,
     finite_difference_jacobian,
+)
+from reader_settings import (  # noqa: E402
+    autocast_dtypes,
+    multi_feature_inputs,
+    multi_term_losses,
+    sample_batches,
 )
 from second_backward import (  # noqa: E402
     CONSTANT_DERIVATIVE,
@@ -376,3 +382,150 @@ def test_m3_independent_per_sample_computations_hold_one_entry_per_column(real_c
            "independent per-sample computations with one scalar output per",
            every_non_zero_for_any_independent_per_sample_computation, maps_and_inputs(),
            fails_on="Linear(", because="a column holds two non-zeros")
+
+
+# -- Review B of d59c23e: recipes checked on the page's toy, replayed in readers' settings --
+
+
+def bessel_loss_backward_raises(other_terms) -> bool:
+    """M2/C2, handle-operations-with-no-useful-derivative.md:311-315: a Bessel
+    function has no grad_fn, "and `backward` raises "element 0 of tensors does not
+    require grad" further on"."""
+    x = torch.tensor([0.5, 1.0, 2.5], dtype=torch.float64, requires_grad=True)
+    try:
+        (torch.special.bessel_j0(x).sum() + other_terms(x)).backward()
+    except RuntimeError:
+        return True
+    return False
+
+
+def test_m2_a_bessel_term_beside_others_raises_nothing(real_claims):
+    replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
+           "if the loss has other terms", bessel_loss_backward_raises,
+           multi_term_losses(terms=st.integers(0, 3)), fails_on="(x - 1).exp().mean()")
+
+
+def ones_seed_on_the_first_derivative_gives_u_xx(setting) -> None:
+    """M5/C3, differentiate-a-network-output-with-respect-to-its-input.md:319-320:
+    "Per sample, one output: `u_x = grad(u, x, ones_like(u), create_graph=True)`, then
+    `u_xx = grad(u_x, x, ones_like(u_x), create_graph=True)`", with no condition on
+    the number of input features."""
+    model, x = setting.model, setting.inputs
+    u = model(x)
+    (u_x,) = torch.autograd.grad(u, x, torch.ones_like(u), create_graph=True)
+    (u_xx,) = torch.autograd.grad(u_x, x, torch.ones_like(u_x))
+    H = torch.func.vmap(torch.func.hessian(lambda row: model(row[None])[0, 0]))(x.detach())
+    check_close(u_xx[:, 0], H[:, 0, 0], f"{setting}: the recipe gives u_xx")
+
+
+def test_m5_the_ones_seed_mixes_partials_with_two_input_features(real_claims):
+    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
+           "Per sample, one output, one input feature:", ones_seed_on_the_first_derivative_gives_u_xx,
+           multi_feature_inputs(), fails_on="(4, 2) inputs", because="the recipe gives u_xx")
+
+
+def norm_over_dim_1_is_the_per_sample_penalty(setting) -> None:
+    """M6, penalize-the-gradient-with-respect-to-the-inputs.md:53-54, 87-89: the
+    labml.ai structure with `penalty = ((gradients.norm(2, dim=1) - 1) ** 2).mean()`."""
+    model, x = setting.model, setting.inputs
+    s = model(x)
+    (g,) = torch.autograd.grad(s, x, torch.ones_like(s))
+    alone = torch.stack([(torch.autograd.grad(model(x[i:i + 1]).sum(), x)[0][i].norm() - 1) ** 2
+                         for i in range(len(x))]).mean()
+    check_close(((g.norm(2, dim=1) - 1) ** 2).mean(), alone, f"{setting}: the penalty is per sample")
+
+
+def test_m6_the_penalty_without_flatten_is_per_pixel_on_images(real_claims):
+    replay(real_claims, "how-to/penalize-the-gradient-with-respect-to-the-inputs",
+           "flattening each sample before the norm", norm_over_dim_1_is_the_per_sample_penalty,
+           sample_batches(), fails_on="images", because="the penalty is per sample")
+
+
+def grad_scaler_fixes_a_forward_overflow(dtype) -> bool:
+    """M1, debug-nan-and-wrong-gradients.md:372: "| a float16 loss under AMP | float16
+    overflows to `inf` | `torch.amp.GradScaler`, which skips a step whose gradients
+    hold `inf` or `nan` |": with GradScaler, training goes on with a finite loss."""
+    layer = torch.nn.Linear(2, 1)
+    with torch.no_grad():
+        layer.weight.fill_(350.0)
+        layer.bias.zero_()
+    optimizer = torch.optim.SGD(layer.parameters(), lr=1e-12)
+    scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
+    for _ in range(3):
+        optimizer.zero_grad()
+        with torch.autocast("cpu", dtype=dtype):
+            loss = layer(torch.full((1, 2), 100.0)).float().mean()
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    return bool(loss.isfinite())
+
+
+def test_m1_grad_scaler_leaves_a_float16_forward_overflow(real_claims):
+    replay(real_claims, "how-to/debug-nan-and-wrong-gradients", "`GradScaler` does not fix it",
+           grad_scaler_fixes_a_forward_overflow, autocast_dtypes(), fails_on="torch.float16")
+
+
+def log_softmax_is_finite_for_any_finite_logits(logits, scale) -> bool:
+    """E2/C5, debug-nan-and-wrong-gradients.md:375-376: `log_softmax` "stays finite
+    for any finite logits"."""
+    z = (logits * scale).float()
+    return not torch.isfinite(z).all() or bool(torch.isfinite(torch.log_softmax(z, -1)).all())
+
+
+def test_e2_log_softmax_overflows_when_the_logits_spread_past_float32(real_claims):
+    replay(real_claims, "how-to/debug-nan-and-wrong-gradients", "it stays finite while the largest logit",
+           log_softmax_is_finite_for_any_finite_logits, points(n=st.integers(2, 6)),
+           st.sampled_from([1.0, 1e4, 1e37, 3e37]), fails_on="3e+37")
+
+
+def double_needs_the_rule_for_vmap_and_jacrev(transform) -> bool:
+    """E1/C1, error-messages.md:1351-1353: "add `generate_vmap_rule = True` for `vmap`
+    and `jacrev`": exactly those two refuse a Function without the rule."""
+    class Double(torch.autograd.Function):
+        @staticmethod
+        def forward(t):
+            return 2 * t
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, grad):
+            return 2 * grad
+
+    def summed(t):
+        return Double.apply(t).sum()
+    run = {"grad": torch.func.grad(summed), "jacrev": torch.func.jacrev(Double.apply),
+           "jacfwd": torch.func.jacfwd(Double.apply), "vmap": torch.func.vmap(Double.apply),
+           "vmap(grad)": torch.func.vmap(torch.func.grad(summed))}[transform]
+    try:
+        run(torch.ones(3, 2))
+    except RuntimeError:
+        return transform in ("vmap", "jacrev")
+    return transform not in ("vmap", "jacrev")
+
+
+def test_e1_jacrev_needs_no_vmap_rule(real_claims):
+    replay(real_claims, "reference/error-messages", "`grad` and `jacrev` then work",
+           double_needs_the_rule_for_vmap_and_jacrev,
+           st.sampled_from(["grad", "jacrev", "jacfwd", "vmap", "vmap(grad)"]), fails_on="jacrev")
+
+
+def batch_sum_trick_is_the_ones_seed(net, data) -> bool:
+    """M4/C6, differentiate-elementwise-functions-at-many-points.md:251-256: the
+    one-scalar-output ones seed "is the batch-Jacobian trick of the torch.func
+    tutorial (`jacrev` of `model(x).sum(0)`)"."""
+    batch = data.draw(batches(features=net.in_features))
+    by_sum = torch.autograd.functional.jacobian(lambda b: net(b).sum(0), batch)
+    leaf = batch.clone().requires_grad_(True)
+    out = net(leaf)
+    (seeded,) = torch.autograd.grad(out, leaf, torch.ones_like(out))
+    return by_sum.shape[0] == 1 and torch.allclose(by_sum[0], seeded)
+
+
+def test_m4_the_batch_sum_trick_handles_several_outputs(real_claims):
+    replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points",
+           "and `jacrev` returns every sample's Jacobian", batch_sum_trick_is_the_ones_seed,
+           small_networks(), st.data(), fails_on="Linear")

@@ -1,0 +1,198 @@
+"""The settings readers paste a recipe into, as families ``check_property`` draws from.
+
+A how-to recipe shown on a toy (one input feature, a 2-D batch, float32, one loss
+term) is checked here in the setups readers actually have: inputs with several
+features ``(x, t)``, image batches ``(B, C, H, W)``, models with Dropout or
+BatchNorm in training mode, losses with several terms, float16 and bfloat16
+autocast, a module under ``torch.compile(backend="aot_eager")``, and inputs that
+are not leaves. Each member is a small real setup, built in a few milliseconds
+(a compiled module compiles on its first call, once per process), named as a
+failure prints it. Like ``families.py``, members are made from drawn seeds in
+generators of their own, never from torch's global random state.
+
+Run this file to see a few members of each family; ``tests/test_reader_settings.py``
+checks that every member is what its family says.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from families import BATCH_SIZES, DTYPE, SEEDS, _vector, members, named, seeded
+from hypothesis import strategies as st
+
+FEATURE_COUNTS = st.integers(1, 3)  # one input feature, and the (x, t) and (x, y, t) of a PINN
+TERM_COUNTS = st.integers(1, 3)  # terms beside the one under study
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A model and the batch it takes, named as a counterexample prints it."""
+
+    name: str
+    model: torch.nn.Module = field(repr=False, compare=False)
+    inputs: torch.Tensor = field(repr=False, compare=False)  # a leaf that requires grad
+    kind: str
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def _mlp(features: int, *middle: torch.nn.Module, outputs: int = 1, seed: int = 0,
+         width: int = 8) -> torch.nn.Sequential:
+    """Linear · Tanh · [middle] · Linear, in float64 and training mode."""
+    with seeded(seed):
+        return torch.nn.Sequential(torch.nn.Linear(features, width), torch.nn.Tanh(),
+                                   *middle, torch.nn.Linear(width, outputs)).to(DTYPE)
+
+
+def _leaf(seed: int, *shape: int) -> torch.Tensor:
+    return _vector(seed, *shape).requires_grad_(True)
+
+
+@named("inputs with several features (x, t)")
+@st.composite
+def multi_feature_inputs(draw, features: st.SearchStrategy[int] = FEATURE_COUNTS
+                         ) -> Setting:
+    """A smooth MLP u = net(x, t, ...) on a batch (N, F): one output per sample."""
+    count, seed = draw(features), draw(SEEDS)
+    return Setting(f"tanh MLP on (4, {count}) inputs", _mlp(count, seed=seed),
+                   _leaf(seed, 4, count), "features")
+
+
+@named("image batches (B, C, H, W)")
+@st.composite
+def image_batches(draw) -> Setting:
+    """A conv critic scoring each image of a (B, C, H, W) batch with one number."""
+    batch, channels, side, seed = (draw(BATCH_SIZES), draw(st.integers(1, 3)),
+                                   draw(st.integers(3, 6)), draw(SEEDS))
+    with seeded(seed):
+        critic = torch.nn.Sequential(
+            torch.nn.Conv2d(channels, 2, 3, padding=1), torch.nn.Tanh(), torch.nn.Flatten(),
+            torch.nn.Linear(2 * side * side, 1)).to(DTYPE)
+    return Setting(f"conv critic on ({batch}, {channels}, {side}, {side}) images", critic,
+                   _leaf(seed, batch, channels, side, side), "images")
+
+
+@named("batches of vectors and of images")
+def sample_batches() -> st.SearchStrategy[Setting]:
+    """A critic with its batch: rows (N, F) or images (B, C, H, W)."""
+    return st.one_of(multi_feature_inputs(), image_batches())
+
+
+_TRAIN_LAYERS = {
+    "Dropout": lambda width: torch.nn.Dropout(0.5),
+    "BatchNorm1d": torch.nn.BatchNorm1d,
+}
+
+
+@named("models with Dropout or BatchNorm in training mode")
+@st.composite
+def train_mode_models(draw, layers: tuple[str, ...] = tuple(_TRAIN_LAYERS)) -> Setting:
+    """An MLP with a Dropout or a BatchNorm1d layer, in training mode, and its batch."""
+    layer, batch, features, seed = (draw(st.sampled_from(layers)), draw(BATCH_SIZES),
+                                    draw(st.integers(2, 4)), draw(SEEDS))
+    model = _mlp(features, _TRAIN_LAYERS[layer](8), seed=seed).train()
+    return Setting(f"MLP with {layer} (train) on ({batch}, {features})", model,
+                   _leaf(seed, batch, features), layer)
+
+
+@dataclass(frozen=True)
+class Loss:
+    """A loss of several terms, each a scalar function of the same tensor."""
+
+    terms: tuple[str, ...]
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return sum((LOSS_TERMS[term](x) for term in self.terms), torch.zeros((), dtype=x.dtype))
+
+    def __repr__(self) -> str:
+        return " + ".join(self.terms) or "no other term"
+
+
+LOSS_TERMS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "(x**2).sum()": lambda x: (x**2).sum(),
+    "x.sin().sum()": lambda x: x.sin().sum(),
+    "x.abs().mean()": lambda x: x.abs().mean(),
+    "(x - 1).exp().mean()": lambda x: (x - 1).exp().mean(),
+}
+
+
+@named("losses with several terms")
+@st.composite
+def multi_term_losses(draw, terms: st.SearchStrategy[int] = TERM_COUNTS) -> Loss:
+    """Terms a reader adds next to the one under study (a data term, a regulariser)."""
+    return Loss(tuple(draw(st.permutations(sorted(LOSS_TERMS)))[: draw(terms)]))
+
+
+AUTOCAST_DTYPES = (torch.float16, torch.bfloat16)
+
+
+@named("float16 and bfloat16 autocast")
+def autocast_dtypes() -> st.SearchStrategy[torch.dtype]:
+    """The dtypes ``torch.autocast`` runs a mixed-precision forward pass in."""
+    return st.sampled_from(AUTOCAST_DTYPES)
+
+
+@functools.cache
+def _compiled(features: int, seed: int) -> torch.nn.Module:
+    # Once per process: every call of a new module would compile again.
+    return torch.compile(_mlp(features, seed=seed), backend="aot_eager")
+
+
+@named('modules under torch.compile(backend="aot_eager")')
+@st.composite
+def compiled_modules(draw) -> Setting:
+    """A small MLP compiled with aot_eager (autograd's compiled path, no codegen)."""
+    features, seed = draw(st.sampled_from([(2, 0), (3, 1)]))
+    return Setting(f"compiled MLP on (4, {features})", _compiled(features, seed),
+                   _leaf(seed, 4, features), "compiled")
+
+
+@dataclass(frozen=True)
+class NonLeaf:
+    """A tensor made from a leaf by an operation readers do not see as one."""
+
+    name: str
+    leaf: torch.Tensor = field(repr=False, compare=False)
+    tensor: torch.Tensor = field(repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+NON_LEAF_WAYS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "x.to(torch.float64)": lambda x: x.to(torch.float64),
+    "x.double()": lambda x: x.double(),
+    "x * 1": lambda x: x * 1,
+    "x.reshape(-1)": lambda x: x.reshape(-1),
+    "x[:2]": lambda x: x[:2],
+    "x.clone()": lambda x: x.clone(),
+}
+
+
+@named("non-leaf inputs")
+@st.composite
+def non_leaf_inputs(draw) -> NonLeaf:
+    """x = torch.randn(..., requires_grad=True), then a copy, a cast or a view of it,
+    as ``.to(device)`` or ``.cuda()`` after ``requires_grad`` makes one."""
+    way, seed = draw(st.sampled_from(sorted(NON_LEAF_WAYS))), draw(SEEDS)
+    leaf = torch.randn(3, 2, generator=torch.Generator().manual_seed(seed), requires_grad=True)
+    return NonLeaf(f"randn(3, 2, requires_grad=True) then {way}", leaf, NON_LEAF_WAYS[way](leaf))
+
+
+FAMILIES = (multi_feature_inputs, image_batches, sample_batches, train_mode_models,
+            multi_term_losses, autocast_dtypes, compiled_modules, non_leaf_inputs)
+
+
+def main() -> None:
+    """Show a few members of each family (tests/test_reader_settings.py checks them)."""
+    for factory in FAMILIES:
+        print(f"{factory.family_name}: {'; '.join(map(repr, members(factory(), 4)))}"[:160])
+
+
+if __name__ == "__main__":
+    main()

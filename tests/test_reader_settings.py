@@ -1,0 +1,113 @@
+"""The reader-setting families (snippets/reader_settings.py): each member is the
+setup its family names, built fast, and each family holds the members that break
+the toy-only recipes (several features, images, a term besides the one studied)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import find, given, settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "snippets"))
+import families  # noqa: E402
+import reader_settings as rs  # noqa: E402
+
+SAMPLE = settings(families.CLAIM_SETTINGS, max_examples=15)
+
+
+def member(strategy, condition):
+    """A member of the family that satisfies ``condition`` (fails if there is none)."""
+    return find(strategy, lambda drawn: bool(condition(drawn)),
+                settings=settings(families.CLAIM_SETTINGS, max_examples=300))
+
+
+def one_score_per_sample(setting: rs.Setting) -> None:
+    assert setting.inputs.is_leaf and setting.inputs.requires_grad
+    assert setting.model(setting.inputs).shape == (setting.inputs.shape[0], 1)
+
+
+@SAMPLE
+@given(rs.multi_feature_inputs())
+def test_a_multi_feature_member_maps_n_by_f_rows_to_one_output(setting):
+    assert setting.inputs.ndim == 2 and 1 <= setting.inputs.shape[1] <= 3
+    one_score_per_sample(setting)
+
+
+def test_multi_feature_inputs_hold_one_and_several_features():
+    for count in (1, 2, 3):
+        assert member(rs.multi_feature_inputs(), lambda s, c=count: s.inputs.shape[1] == c)
+
+
+@SAMPLE
+@given(rs.image_batches())
+def test_an_image_member_is_a_four_dimensional_batch_with_one_score_each(setting):
+    assert setting.inputs.ndim == 4
+    one_score_per_sample(setting)
+
+
+def test_sample_batches_hold_rows_and_images():
+    assert member(rs.sample_batches(), lambda s: s.inputs.ndim == 2)
+    assert member(rs.sample_batches(), lambda s: s.inputs.ndim == 4 and s.inputs.shape[1] > 1)
+
+
+@SAMPLE
+@given(rs.train_mode_models())
+def test_a_train_mode_member_is_in_training_mode_with_its_layer(setting):
+    assert setting.model.training
+    assert any(type(layer).__name__ == setting.kind for layer in setting.model)
+    one_score_per_sample(setting)
+
+
+def test_train_mode_models_hold_dropout_and_batchnorm():
+    assert member(rs.train_mode_models(), lambda s: s.kind == "Dropout")
+    assert member(rs.train_mode_models(), lambda s: s.kind == "BatchNorm1d")
+
+
+@SAMPLE
+@given(rs.multi_term_losses())
+def test_a_loss_sums_its_distinct_terms(loss):
+    assert 1 <= len(loss.terms) == len(set(loss.terms)) <= 3
+    x = torch.tensor([0.5, -2.0], dtype=torch.float64)
+    expected = sum(rs.LOSS_TERMS[term](x) for term in loss.terms)
+    assert torch.allclose(loss(x), expected)
+
+
+def test_multi_term_losses_can_hold_no_other_term():
+    assert member(rs.multi_term_losses(terms=families.st.integers(0, 3)),
+                  lambda loss: loss.terms == ())
+
+
+def test_autocast_dtypes_are_float16_and_bfloat16():
+    assert set(families.members(rs.autocast_dtypes(), 12)) == {torch.float16, torch.bfloat16}
+
+
+def test_a_compiled_member_runs_compiled_and_matches_its_eager_module():
+    compiled = families.members(rs.compiled_modules(), 2)
+    for setting in compiled:
+        assert isinstance(setting.model, torch._dynamo.eval_frame.OptimizedModule)
+        eager = setting.model._orig_mod
+        assert torch.allclose(setting.model(setting.inputs), eager(setting.inputs))
+
+
+@SAMPLE
+@given(rs.non_leaf_inputs())
+def test_a_non_leaf_member_is_no_leaf_and_gets_no_grad(case):
+    assert case.leaf.is_leaf and not case.tensor.is_leaf and case.tensor.grad_fn is not None
+    case.tensor.sum().backward()
+    assert case.leaf.grad is not None
+
+
+@pytest.mark.parametrize("factory", [f for f in rs.FAMILIES if f is not rs.compiled_modules],
+                         ids=lambda f: f.__name__)
+def test_members_are_built_in_a_few_milliseconds(factory):
+    drawn = 10
+    families.members(factory(), 1)  # Hypothesis's and torch's first-call costs
+    # CPU time, not wall time: a busy machine (CI, parallel builds) stretches the latter.
+    start = time.process_time()
+    families.members(factory(), drawn)
+    per_member = (time.process_time() - start) / drawn
+    assert per_member < 0.01, f"{factory.family_name}: {per_member * 1e3:.1f} ms of CPU a member"
