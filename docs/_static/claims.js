@@ -123,7 +123,7 @@
       return "Checked over " + members + " member" + (members === 1 ? "" : "s") + " of " +
              (claim.families || ["a family"]).join(" × ");
     }
-    return claim.runs > 1 ? "Checked on " + claim.runs + " examples (one check run in a loop)"
+    return claim.runs > 1 ? "Checked on " + claim.runs + " examples (one check run in a loop; the first shown)"
                           : "Checked on this example";
   }
 
