@@ -218,12 +218,22 @@ def family_name(strategy) -> str:
     if named:
         return named
     try:
-        call = ast.parse(repr(strategy), mode="eval").body
-    except SyntaxError:
-        call = None
-    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
+        return _strategy_words(ast.parse(repr(strategy), mode="eval").body)
+    except (SyntaxError, RecursionError):
+        return "values Hypothesis draws"
+
+
+def _strategy_words(call: ast.expr) -> str:
+    """A Hypothesis strategy's repr, parsed, in words: its kind and its bounds."""
+    if not isinstance(call, ast.Call):
+        return "values Hypothesis draws"
+    if isinstance(call.func, ast.Attribute):  # .map(...), .filter(...), .flatmap(...)
+        return _strategy_words(call.func.value) + ", transformed"
+    if not isinstance(call.func, ast.Name):
         return "values Hypothesis draws"
     kind = call.func.id
+    if kind == "one_of":
+        return " or ".join(_strategy_words(option) for option in call.args)
     given = {k.arg: ast.unparse(k.value) for k in call.keywords}
     given.update(zip(("min_value", "max_value"), (ast.unparse(a) for a in call.args)))
     low, high = given.get("min_value"), given.get("max_value")
@@ -237,6 +247,10 @@ def family_name(strategy) -> str:
         return "True and False"
     if kind == "just" and call.args:
         return f"the value {_short(ast.unparse(call.args[0]))}"
+    if kind == "data":
+        return "values the check draws as it runs"
+    if kind == "lists" and call.args:
+        return f"lists of {_strategy_words(call.args[0])}"
     return kind.replace("_", " ")
 
 
