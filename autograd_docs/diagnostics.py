@@ -39,6 +39,17 @@ class AuthorError(Enum):
         "the sentence it proves was edited: make the check prove the sentence as the "
         "page now says it and quote that, or restore the sentence",
     )
+    QUOTE_ON_DECLARED = (
+        "the check here quotes {quote!r}, in a sentence declared '% {kind}' (line {line})",
+        "a rhetoric or citation sentence asserts nothing a check can prove: quote a "
+        "sentence that states what the check compares, or remove the marker if the "
+        "sentence is a claim",
+    )
+    UNKNOWN_CLAIM_COUNT = (
+        "{{claim-count}}`{key}`: make claims prints no such count",
+        "use coverage, counted, generalising, one of the four verdicts (e.g. 'proven "
+        "over a family') or a marker ('% explanation'), optionally after 'section: '",
+    )
     CELL_TIMEOUT = (
         "cell did not finish within {timeout} s",
         "make it faster, or give this page more time with "
@@ -116,9 +127,21 @@ class AuthorError(Enum):
         """The member whose warnings have ``subtype``, or None (not one of ours)."""
         return cls.__members__.get(subtype.upper())
 
+    def template(self) -> str:
+        """What the build says and what to do, each field shown as ``<name>``."""
+        fields = _Placeholders()
+        return f"{self.says.format_map(fields)}: {self.fix.format_map(fields)}"
+
     def text(self, **fields) -> str:
         """The one line an author reads: what is wrong, then what to do."""
         return f"{self.says.format(**fields)}: {self.fix.format(**fields)}"
+
+
+class _Placeholders(dict):
+    """Fields for ``str.format`` that name themselves: ``{path}`` shows ``<path>``."""
+
+    def __missing__(self, key: str) -> str:
+        return f"<{key}>"
 
 
 def report(mistake: AuthorError, location=None, /, *, extra: str = "", **fields) -> None:

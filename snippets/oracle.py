@@ -13,10 +13,17 @@ readers which sentences were proved (``autograd_docs/execution/claims.py``).
 A sentence stated over a family (every elementwise map, every point, every dtype)
 is checked over that family by ``check_property``, with Hypothesis drawing the
 members (``families.py`` holds the families).
+
+Each record says, in a reader's words, what the check compared and over what
+(``scope``: ``example`` or ``family``; ``compared``: both sides by the source the
+check's call wrote, their values shortened, the tolerance; or the error and the
+words matched; for a family its name and the members drawn), so the reveal can
+say "checked on this example" or "checked over N members of ..." and never more.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
 import zlib
@@ -87,7 +94,9 @@ def check_close(
     if not torch.allclose(a, e, atol=atol, rtol=rtol, equal_nan=True):
         worst = (a - e).abs().nan_to_num(nan=float("inf")).max().item()
         _fail(claim, actual_t, expected_t, f"largest difference {worst:.3g}")
-    _proved("check_close", claim, quote, show)
+    _proved("check_close", claim, quote, show, compared=lambda a, e: (
+        f"{_side(a, actual_t)} against {_side(e, expected_t, stated=True)}, "
+        f"equal within {atol:g} + {rtol:g} × |expected|"))
 
 
 def check_text(actual: str, expected: str, claim: str | None = None, *,
@@ -100,7 +109,7 @@ def check_text(actual: str, expected: str, claim: str | None = None, *,
             f"  PyTorch printed: {actual!r}\n"
             f"  the page says:   {expected!r}"
         )
-    _proved("check_text", claim, quote, show)
+    _proved("check_text", claim, quote, show, compared=lambda a, e: _text_compared(a, actual, e))
 
 
 def check_raised(error_class: type[BaseException], words: str, claim: str | None = None,
@@ -118,7 +127,9 @@ def check_raised(error_class: type[BaseException], words: str, claim: str | None
         raise ClaimFailed(f"claim no longer holds: {claim}\n  the cell above raised {error!r}")
     if str(error)[: len(words)] != words:
         check_text(str(error)[: len(words)], words, claim)
-    _proved("check_raised", claim, quote, False)
+    _proved("check_raised", claim, quote, False, compared=lambda *_: (
+        f"the cell above raised {type(error).__name__}, its message starting "
+        f"{_short(words)!r}"))
     return str(error)
 
 
@@ -133,7 +144,9 @@ def check_differs(actual, belief, claim: str | None = None, *, quote: str | None
     ):
         raise ClaimFailed(f"claim no longer holds: {claim}\n"
                           f"  both are {actual_t}: the counterexample agrees with the belief")
-    _proved("check_differs", claim, quote, False)
+    _proved("check_differs", claim, quote, False, compared=lambda a, b: (
+        f"the counterexample {_side(a, actual_t)} differs from the belief "
+        f"{_side(b, belief_t)} by more than {atol:g}"))
 
 
 def check_property(holds: Callable[..., bool | None], *families, claim: str | None = None,
@@ -156,12 +169,14 @@ def check_property(holds: Callable[..., bool | None], *families, claim: str | No
     claim = _claim(claim, quote)
     examples = examples or CLAIM_SETTINGS.max_examples
     failures: list[tuple[tuple, BaseException | None]] = []
+    drawn: list[tuple] = []  # every member run, in the order Hypothesis drew them
 
     # Seeded by the claim: the same members every build, and each claim its own.
     @seed(zlib.crc32(claim.encode()))
     @settings(CLAIM_SETTINGS, max_examples=examples)
     @given(st.tuples(*families))
     def property_holds(members):
+        drawn.append(members)
         try:
             ok = holds(*members)
         except Exception as failure:  # an error is a counterexample too: say which
@@ -189,13 +204,138 @@ def check_property(holds: Callable[..., bool | None], *families, claim: str | No
                               f"  counterexample: {shown}{why}") from None
         finally:
             _inside_property = outer
-    _proved("check_property", claim, quote, False, examples=examples,
-            families=[family_name(family) for family in families])
+    names = [family_name(family) for family in families]
+    _proved("check_property", claim, quote, False, scope="family", examples=examples,
+            families=names, **_members(drawn),
+            compared=lambda source, *_: (f"`{_short(source, 70)}`" if source else "the check")
+            + " held for every member drawn")
 
 
 def family_name(strategy) -> str:
-    """What a property check's record calls a family: its name, else what it draws."""
-    return getattr(strategy, "family_name", None) or repr(strategy)
+    """What a reader calls a family: its name (``families.named``), else what it
+    draws in words ("integers from 0 to 5"), never Hypothesis's repr."""
+    named = getattr(strategy, "family_name", None)
+    if named:
+        return named
+    try:
+        return _strategy_words(ast.parse(repr(strategy), mode="eval").body)
+    except (SyntaxError, RecursionError):
+        return "values Hypothesis draws"
+
+
+def _strategy_words(call: ast.expr) -> str:
+    """A Hypothesis strategy's repr, parsed, in words: its kind and its bounds."""
+    if not isinstance(call, ast.Call):
+        return "values Hypothesis draws"
+    if isinstance(call.func, ast.Attribute):  # .map(...), .filter(...), .flatmap(...)
+        return _strategy_words(call.func.value) + ", transformed"
+    if not isinstance(call.func, ast.Name):
+        return "values Hypothesis draws"
+    kind = call.func.id
+    if kind == "one_of":
+        return " or ".join(_strategy_words(option) for option in call.args)
+    given = {k.arg: ast.unparse(k.value) for k in call.keywords}
+    given.update(zip(("min_value", "max_value"), (ast.unparse(a) for a in call.args)))
+    low, high = given.get("min_value"), given.get("max_value")
+    if kind in ("integers", "floats"):
+        bounds = (f" from {low} to {high}" if low and high else
+                  f" from {low}" if low else f" up to {high}" if high else "")
+        return f"{kind}{bounds}".replace("_", "")
+    if kind == "sampled_from" and call.args:
+        return f"one of {_short(ast.unparse(call.args[0]))}"
+    if kind == "booleans":
+        return "True and False"
+    if kind == "just" and call.args:
+        return f"the value {_short(ast.unparse(call.args[0]))}"
+    if kind == "data":
+        return "values the check draws as it runs"
+    if kind == "lists" and call.args:
+        return f"lists of {_strategy_words(call.args[0])}"
+    return kind.replace("_", " ")
+
+
+# How many members a record lists by name: the first ones Hypothesis draws are
+# its simplest (the ends of a range, the first of a list), the cases it tries first.
+MEMBERS_LISTED = 6
+
+
+def _members(drawn: list[tuple]) -> dict:
+    """The members a property ran on, for its record: how many, and the first few
+    and the smallest and largest number drawn, in short."""
+    shown = [", ".join(_short(repr(m), 40) for m in members) for members in drawn]
+    distinct = list(dict.fromkeys(shown))
+    numbers = [m for members in drawn for m in members
+               if isinstance(m, (int, float)) and not isinstance(m, bool)]
+    ends = {"smallest": repr(min(numbers)), "largest": repr(max(numbers))} if numbers else {}
+    return {"members": len(distinct), "drawn": distinct[:MEMBERS_LISTED], **ends}
+
+
+def _short(text: str, width: int = 60) -> str:
+    """One line, at most ``width`` characters: what a reader can take in at a glance."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _side(source: str | None, value, stated: bool = False) -> str:
+    """One side of a comparison: the code that computed it and its value, shortened.
+    A literal is what the page states, said as such."""
+    shown = _short(repr(value))
+    if source is None:
+        return shown
+    if source == "_":
+        return f"the output shown above, {shown}"
+    if stated and _is_literal(source):
+        return f"the stated value {shown}"
+    return f"`{_short(source, 50)}` = {shown}"
+
+
+def _is_literal(source: str) -> bool:
+    """Whether the code is a value typed out (``2.0``, ``[1, 2]``, ``torch.tensor([1., 2.])``)."""
+    try:
+        node = ast.parse(source, mode="eval").body
+        if isinstance(node, ast.Call) and ast.unparse(node.func) in ("torch.tensor", "tensor"):
+            node = node.args[0] if node.args else node
+        ast.literal_eval(node)
+        return True
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+
+
+def _text_compared(source: str | None, actual: str, expected_source: str | None) -> str:
+    """What ``check_text`` compared: a condition's truth said as such (``repr(a > b)``
+    against "True" checks that ``a > b``), else the two texts."""
+    inner = None
+    if source:
+        node = ast.parse(source, mode="eval").body
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("repr", "str") and len(node.args) == 1:
+            inner = ast.unparse(node.args[0])
+    if inner is not None and actual in ("True", "False"):
+        return f"{_named(inner)} is {actual}"
+    if inner is not None and actual.startswith("(") and set(
+            actual.strip("(),").replace(" ", "").split(",")) <= {"True", "False"}:
+        return f"{_named(inner)} is {_short(actual)}"
+    where = f"`{_short(source, 50)}` printed" if source else "printed"
+    return f"{where} {_short(actual)!r}, the text expected"
+
+
+def _named(source: str) -> str:
+    """Code as a reader names it: ``_`` is the output the visible cell above showed."""
+    return "the output shown above" if source == "_" else f"`{_short(source, 70)}`"
+
+
+def _call_arguments(frame) -> list[str] | None:
+    """The source of each positional argument of the check's call in ``frame``, as
+    the page wrote it (``executing`` finds the call node IPython is running)."""
+    try:
+        import executing
+
+        node = executing.Source.executing(frame).node
+    except Exception:  # no source to read: a record says the values alone
+        return None
+    if not isinstance(node, ast.Call):
+        return None
+    return [ast.unparse(arg) for arg in node.args]
 
 
 def _claim(claim: str | None, quote: str | None) -> str:
@@ -213,8 +353,10 @@ def _claim(claim: str | None, quote: str | None) -> str:
 _inside_property = False
 
 
-def _proved(check: str, claim: str, quote: str | None, show: bool, **details) -> None:
-    """A check passed: print it for readers if asked, and publish its record."""
+def _proved(check: str, claim: str, quote: str | None, show: bool, *,
+            compared: Callable[..., str], scope: str = "example", **details) -> None:
+    """A check passed: print it for readers if asked, and publish its record.
+    ``compared`` says what was compared, given the source of the call's arguments."""
     if show:
         print(f"✓ {claim}")
     if quote is None or _inside_property:
@@ -224,11 +366,14 @@ def _proved(check: str, claim: str, quote: str | None, show: bool, **details) ->
 
     if get_ipython() is None or not os.environ.get(PUBLISHED_WHEN):
         return  # a script, or a reader's notebook: no build to read the record
-    cell = sys._getframe(1)
+    call = sys._getframe(2)  # the frame that called the check
+    arguments = (_call_arguments(call) or []) + [None, None]
+    cell = call
     while cell.f_back is not None and cell.f_code.co_name != "<module>":
         cell = cell.f_back  # a cell runs as module code; its line is the check's
     record = {"quote": quote, "claim": claim, "check": check, "line": cell.f_lineno,
-              "torch": torch.__version__, **details}
+              "torch": torch.__version__, "scope": scope,
+              "compared": compared(*arguments[:2]), **details}
     display({CLAIM_MIMETYPE: record}, raw=True)
 
 

@@ -15,7 +15,13 @@ import pytest
 import torch
 
 from autograd_docs.execution.claims import read_claims_file
-from autograd_docs.html.checked_claims import ANY, DATA_ID, MATH, sentence_pattern
+from autograd_docs.html.checked_claims import (
+    ANY,
+    DATA_ID,
+    MATH,
+    count_text,
+    sentence_pattern,
+)
 
 from site_copy import small_page
 
@@ -71,7 +77,18 @@ def test_the_sentence_a_check_quotes_is_marked_with_what_proved_it(built_copy):
                       if f'quote="{QUOTE}"' in line)
     assert (claim["check"], claim["check_line"], claim["torch"]) == (
         "check_close", check_line, torch.__version__)
-    assert page.data["source"] == {"href": "_sources/test-page.md.txt", "name": "test-page.md"}
+    assert page.data["source"] == {"href": "_sources/test-page.md.txt", "name": "test-page.md",
+                                   "lines": "_source-lines/test-page.md.html"}
+    # What the reveal says: the scope, what was compared, the words no check quotes.
+    assert claim["scope"] == "example" and claim["runs"] == 1
+    assert claim["compared"].startswith("`z.grad` = tensor([-1.0000, -0.5000")
+    assert claim["outside"] == ["seed", "torch", "Tensor", "backward"]
+    # The link opens a numbered view of the source at the check's line.
+    numbered = (built_copy / "_build" / "html" / "_source-lines" / "test-page.md.html"
+                ).read_text(encoding="utf8")
+    at = numbered.index(f'id="L-{check_line}"')
+    assert "quote=" in numbered[at : numbered.index("\n", at)]
+    assert 'href="../test-page.html"' in numbered
     recorded = read_claims_file(built_copy / "_build" / "doctrees")["test-page"]
     assert [c["check_line"] for c in recorded] == [check_line]
     # The sentence is found in the text the browser shows (roles rendered, no markup).
@@ -106,3 +123,19 @@ def test_a_quote_becomes_a_pattern_for_the_text_the_page_shows(quote, shown):
 def test_text_the_build_cannot_know_matches_anything_inside_never_at_the_ends():
     pattern = sentence_pattern("{{ torch_version }} ran it, see {ref}`seed` for why {{ x }}")
     assert pattern.startswith("ran") and pattern.endswith("why") and ANY in pattern
+
+
+def test_a_count_in_prose_is_the_number_make_claims_prints():
+    from collections import Counter
+
+    from autograd_docs import claim_sentences as cs
+
+    counts = {"total": Counter({cs.FAMILY: 3, cs.EXAMPLE: 5, cs.PARTLY: 1, cs.UNCHECKED: 1,
+                                cs.GENERAL_ON_EXAMPLE: 2, "% rhetoric": 4}),
+              "how-to": Counter({cs.EXAMPLE: 1, cs.UNCHECKED: 1})}
+    assert count_text(counts, "coverage") == "8 of 10 (80%)"
+    assert count_text(counts, "how-to: coverage") == "1 of 2 (50%)"
+    assert (count_text(counts, "counted"), count_text(counts, "generalising")) == ("10", "2")
+    assert count_text(counts, "partly checked") == "1" and count_text(counts, "% rhetoric") == "4"
+    assert count_text(counts, "proven overall") is None
+    assert count_text(counts, "tutorial: coverage") is None

@@ -9,12 +9,15 @@ records beside each page's prose to tell checked sentences from unchecked claims
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from autograd_docs import claim_sentences as cs
 from autograd_docs.execution.claims import read_claims_file
 
 from site_copy import PYTHON, ROOT
@@ -36,8 +39,18 @@ file_format: mystnb
 % explanation
 In 2018 the tutorial said otherwise. It was 3 lines long.
 
+% rhetoric
+Five lines, and a result that surprises almost everyone.
+
+% citation
+- The autograd note says the seed is optional.
+
 :::{note}
 A seed of ones gives 1 for every entry.
+:::
+
+:::{admonition} Trap: a titled box
+Every sentence in it counts.
 :::
 
 ```{code-cell} ipython3
@@ -46,7 +59,7 @@ x = 1  # code never counts, even when it raises 3 errors
 """
 
 
-def test_prose_is_split_into_sentences_with_their_lines(tmp_path, monkeypatch):
+def test_every_sentence_counts_unless_a_marker_declares_it(tmp_path, monkeypatch):
     page = tmp_path / "docs" / "page.md"
     page.parent.mkdir()
     page.write_text(PAGE, encoding="utf8")
@@ -54,20 +67,53 @@ def test_prose_is_split_into_sentences_with_their_lines(tmp_path, monkeypatch):
     found = {s.text: s for s in claims_tool.sentences(page)}
     assert "A title that returns nothing" not in found  # headings are not prose
     assert found["`y.backward(v)` returns None."].line == 7
-    assert found["It leaves $v^\\top J$ in `x.grad`."].is_claim
-    assert not found["Read on."].is_claim
-    assert found["It was 3 lines long."].explanation  # declared, not counted
+    assert found["Read on."].declared is None  # no word list: it counts
+    assert found["It was 3 lines long."].declared == "explanation"
+    assert found["Five lines, and a result that surprises almost everyone."].declared == "rhetoric"
+    assert found["The autograd note says the seed is optional."].declared == "citation"
     note = found["A seed of ones gives 1 for every entry."]
-    assert note.line == 13 and note.is_claim and not note.explanation
+    assert note.line == 19 and note.declared is None and note.generalises
+    assert found["Every sentence in it counts."].line == 23  # a titled admonition is read
     assert not any("errors" in text for text in found)
+    tally, _ = cs.tally(list(found.values()), [])
+    assert (tally["% explanation"], tally["% rhetoric"], tally["% citation"]) == (2, 1, 1)
+    assert tally[cs.UNCHECKED] == 5
 
 
-def test_a_quote_checks_the_sentence_it_holds_or_overlaps():
-    sentence = claims_tool.Sentence("p.md", 1, "It leaves $v^\\top J$ in `x.grad`, always.",
-                                    False)
-    assert claims_tool.checked(sentence, ["leaves $v^\\top J$ in `x.grad`"])
-    assert claims_tool.checked(sentence, ["It leaves $v^\\top J$ in `x.grad`, always. And more"])
-    assert not claims_tool.checked(sentence, ["returns None whatever the seed"])
+def _record(quote: str, scope: str = "example") -> dict:
+    return {"quote": quote, "check": "check_close", "scope": scope}
+
+
+SENTENCE = cs.Sentence("p.md", 1, "It leaves $v^\\top J$ in `x.grad`, always.", None)
+
+
+@pytest.mark.parametrize("records, verdict", [
+    ([], cs.UNCHECKED),
+    # only a quote inside the sentence counts for it: no overlap of 25 characters
+    ([_record("always. And the seed of ones gives the diagonal")], cs.PARTLY),
+    ([_record("in `x.grad`, always. And the seed")], cs.PARTLY),
+    ([_record("returns None whatever the seed")], cs.UNCHECKED),
+    ([_record("leaves $v^\\top J$ in `x.grad`")], cs.PARTLY),  # "always" left outside
+    ([_record("It leaves $v^\\top J$ in `x.grad`, always.")], cs.EXAMPLE),
+    ([_record("It leaves $v^\\top J$ in"), _record("in `x.grad`, always.", "family")],
+     cs.FAMILY),
+    ([_record("It leaves $v^\\top J$ in `x.grad`, always. And more")], cs.EXAMPLE),
+])
+def test_a_sentence_is_as_checked_as_its_quotes_say(records, verdict):
+    assert cs.verdict(SENTENCE, records) == verdict
+
+
+def test_a_generalising_sentence_checked_on_one_example_is_reported_apart():
+    tally, _ = cs.tally([SENTENCE], [_record(SENTENCE.text)])
+    assert tally[cs.EXAMPLE] == 1 and tally[cs.GENERAL_ON_EXAMPLE] == 1
+    plain = cs.Sentence("p.md", 2, "At t = 2 the slope is 12.", None)
+    assert not plain.generalises
+    assert cs.unquoted_words(plain, [_record("At t = 2 the slope is 12")]) == []
+    assert cs.unquoted_words(plain, [_record("At t = 2 the slope")]) == ["12"]
+    assert cs.unquoted_words(cs.Sentence("p", 3, "The first call compiles; later calls reuse "
+                                         "the graphs.", None),
+                             [_record("later calls reuse the graphs.")]) == ["first", "call",
+                                                                             "compiles"]
 
 
 @pytest.mark.build
@@ -78,6 +124,10 @@ def test_the_build_records_the_check_and_its_sentence_and_readers_never_see_it(b
     assert "quote=\"comes back for the identity\"" in page[claim["check_line"] - 1]
     assert "comes back for the identity" in page[claim["sentence_line"] - 1]
     assert claim["check"] == "check_close" and claim["torch"].startswith("2.")
+    # what it compared, in a reader's words: the source of both sides, the tolerance
+    assert claim["scope"] == "example"
+    assert claim["compared"].startswith("`z.grad` = tensor([-1.0000, -0.5000"), claim
+    assert "against `z` = tensor(" in claim["compared"] and "within 1e-06" in claim["compared"]
     notebook = (built_copy / "_build" / "html" / "test-page.ipynb").read_text(encoding="utf8")
     assert "vnd.autograd-docs.claim" not in notebook
     assert "vnd.autograd-docs.claim" not in json.dumps(
@@ -92,10 +142,15 @@ def test_make_claims_reports_each_page_and_the_coverage_last(built_copy):
         capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.strip().splitlines()
-    assert lines[0].startswith("docs/index.md: ") and " claims checked" in lines[0]
-    assert lines[-1].startswith("claim coverage: ") and "%" in lines[-1]
-    assert all(line.startswith(("  checked   docs/index.md:", "  unchecked docs/index.md:"))
-               for line in lines[1:lines.index("")])
+    four_way = " / ".join(rf"\d+ {v}" for v in cs.VERDICTS)
+    assert re.match(rf"docs/index.md: {four_way} \(\d+% of \d+ fully checked; \d+ "
+                    rf"{cs.GENERAL_ON_EXAMPLE}\)$", lines[0]), lines[0]
+    rows = lines[1:lines.index("")]
+    assert rows[-1].startswith("  declared: ") and "% explanation" in rows[-1]
+    assert all(re.match(rf"  ({'|'.join(cs.VERDICTS)}): docs/index.md:\d+: ", row)
+               for row in rows[:-1]), rows[:3]
+    assert re.match(rf"landing: {four_way} ", lines[-3]) and lines[-2].startswith("total: ")
+    assert re.match(r"claim coverage: \d+ of \d+ \(\d+%\)$", lines[-1]), lines[-1]
 
 
 def test_make_claims_says_what_to_do_without_a_build(tmp_path):
@@ -137,21 +192,99 @@ def test_every_quote_stands_once_in_its_page_so_any_edit_inside_it_fails_the_bui
 
 
 def test_every_digit_of_a_checked_sentence_is_inside_a_quote(real_claims):
-    """make claims calls a sentence checked when a quote covers part of it: its
-    numbers must all be inside the quote, or an edited number would pass."""
+    """A sentence a quote covers part of is at least partly checked: its numbers
+    must all be inside a quote, or an edited number would pass."""
     loose = []
     for docname, claims in real_claims.items():
         page = ROOT / "docs" / f"{docname}.md"
         prose = _prose(page)
         quoted = [span for c in claims for span in mutant_edits.quote_spans(prose, c["quote"])]
-        quotes = [" ".join(c["quote"].split()) for c in claims]
         for sentence in claims_tool.sentences(page):
-            if not claims_tool.checked(sentence, quotes):
+            if not cs.quoting(sentence, claims):
                 continue
             for start, end in mutant_edits.quote_spans(prose, sentence.text):
-                text = claims_tool.without_markup(prose[start:end])
+                text = cs.without_markup(prose[start:end])
                 for digit in mutant_edits.NUMBER.finditer(text):
                     if not any(a <= start + digit.start() < b for a, b in quoted):
                         loose.append(f"{page.relative_to(ROOT)}:{sentence.line}: "
                                      f"{digit.group()!r} in {sentence.text[:80]!r}")
     assert not loose, "numbers in checked sentences that no quote binds:\n" + "\n".join(loose)
+
+
+# -- What a record says to readers -----------------------------------------------------
+
+@pytest.fixture
+def published(monkeypatch):
+    """The records the checks publish, as in a page's kernel during a build."""
+    import IPython
+    import IPython.display
+
+    from autograd_docs import claim_record
+
+    sys.path.insert(0, str(ROOT / "snippets"))
+    records: list[dict] = []
+    monkeypatch.setenv(claim_record.PUBLISHED_WHEN, "1")
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+    monkeypatch.setattr(IPython.display, "display",
+                        lambda data, raw: records.append(data[claim_record.MIMETYPE]))
+    return records
+
+
+def test_a_record_says_what_was_compared_on_this_example(published):
+    import oracle
+    import torch
+
+    x = torch.tensor([1.0, 2.0])
+    oracle.check_close(x * 2, torch.tensor([2.0, 4.0]), quote="doubling gives two and four")
+    oracle.check_close(x * 2, 2 * x, quote="doubling is adding it to itself")
+    oracle.check_text(repr(bool(x.sum() > 2)), "True", quote="the sum of the two is over 2")
+    oracle.check_differs(x, x + 1, quote="x is not the belief x plus one")
+    sys.last_value = RuntimeError("element 0 of tensors does not require grad")
+    oracle.check_raised(RuntimeError, "element 0", quote="backward raises on a constant tensor")
+    stated, computed, condition, differs, raised = published
+    assert all(r["scope"] == "example" for r in published)
+    assert stated["compared"] == ("`x * 2` = tensor([2., 4.]) against the stated value "
+                                  "tensor([2., 4.]), equal within 1e-06 + 1e-05 × |expected|")
+    assert computed["compared"].startswith("`x * 2` = tensor([2., 4.]) against `2 * x` = ")
+    assert condition["compared"] == "`bool(x.sum() > 2)` is True"
+    assert differs["compared"] == ("the counterexample `x` = tensor([1., 2.], dtype=torch.float64) "
+                                   "differs from the belief `x + 1` = tensor([2., 3.], "
+                                   "dtype=torch.float64) by more than 0.0001")
+    assert raised["compared"] == ("the cell above raised RuntimeError, its message starting "
+                                  "'element 0'")
+
+
+def test_a_property_record_names_its_family_and_the_members_drawn(published):
+    import oracle
+    from hypothesis import strategies as st
+
+    oracle.check_property(lambda n: n * n >= n, st.integers(min_value=0, max_value=5),
+                          quote="a square is at least its integer")
+    [record] = published
+    assert record["scope"] == "family" and record["families"] == ["integers from 0 to 5"]
+    assert record["compared"] == "`lambda n: n * n >= n` held for every member drawn"
+    assert 1 < record["members"] <= 6 and record["drawn"][0] == "0"  # the simplest first
+    assert (record["smallest"], record["largest"]) == ("0", "5")
+    assert "min_value" not in json.dumps(record)  # Hypothesis's repr never reaches readers
+
+
+def test_the_site_states_the_counts_make_claims_prints(real_claims):
+    """how-this-site-is-built's assurance sentence gives the numbers the report
+    gives for the same build (its {claim-count} roles), not numbers typed once."""
+    html = (ROOT / "_build" / "html" / "reference" / "how-this-site-is-built.html"
+            ).read_text(encoding="utf8")
+    text = " ".join(re.sub(r"<[^>]+>", "", html).split())
+    stated = re.search(r"As this site was built: (\d+) proven over a family, (\d+) checked on "
+                       r"an example, (\d+) partly checked and (\d+) unchecked, so (\d+) of "
+                       r"(\d+) \(\d+%\).*?generalise.*?, (\d+) are checked on an example only",
+                       text)
+    assert stated, "how-this-site-is-built no longer states the four counts"
+    total: Counter = Counter()
+    md = cs.parser()
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        docname = page.relative_to(ROOT / "docs").with_suffix("").as_posix()
+        if not page.name.startswith("_"):
+            total.update(cs.tally(claims_tool.sentences(page, md), real_claims.get(docname, []))[0])
+    printed = (*(total[v] for v in cs.VERDICTS), *cs.fully_checked(total),
+               total[cs.GENERAL_ON_EXAMPLE])
+    assert tuple(int(n) for n in stated.groups()) == printed

@@ -30,7 +30,8 @@ def colab_links(html: Path) -> dict[str, list[str]]:
     """docname -> the Colab links of its page, for every page of a built site."""
     return {page.relative_to(html).with_suffix("").as_posix():
             COLAB.findall(page.read_text(encoding="utf8"))
-            for page in sorted(html.rglob("*.html")) if "_static" not in page.parts}
+            for page in sorted(html.rglob("*.html"))
+            if not page.relative_to(html).parts[0].startswith("_")}  # _static, _source-lines
 
 
 def executed(html: Path) -> set[str]:

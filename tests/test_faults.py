@@ -98,6 +98,16 @@ FAULTS: dict[AuthorError, Fault] = {
         line_of('quote="comes back for the identity"'),
         ("the check here quotes 'comes back for the identity', which the page's prose "
          "no longer says", "make the check prove the sentence as the page now says it")),
+    AuthorError.QUOTE_ON_DECLARED: Fault(
+        # The checked sentence is declared rhetoric: it may no longer carry a check.
+        replace("The {term}`seed` of", "% rhetoric\nThe {term}`seed` of"),
+        line_of('quote="comes back for the identity"'),
+        ("the check here quotes 'comes back for the identity', in a sentence declared "
+         "'% rhetoric'", "asserts nothing a check can prove")),
+    AuthorError.UNKNOWN_CLAIM_COUNT: Fault(
+        replace("Its points come from", "{claim-count}`proven overall` of its points come from"),
+        line_of("{claim-count}`proven overall`"),
+        ("{claim-count}`proven overall`: make claims prints no such count",)),
     AuthorError.CELL_TIMEOUT: Fault(
         add_page("test-page", TIMEOUT_PAGE), fence_of("print(z.grad)"),
         ("cell did not finish within 2 s", "execution_timeout"), timeout=120),

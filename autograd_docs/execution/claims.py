@@ -6,7 +6,9 @@ prose that may have changed since, ``take`` removes the records from the
 notebook (readers and downloads never see them), looks each quote up in the
 page's prose and reports a quote the prose no longer says at the check's line
 (``AuthorError.QUOTE_NOT_IN_PROSE``): a checked sentence cannot be edited without
-its check being revisited. The quotes found are kept in the environment, each
+its check being revisited. A quote on a sentence the author declared rhetoric or
+citation (``claim_sentences.UNQUOTABLE``) is refused too
+(``AuthorError.QUOTE_ON_DECLARED``): such a sentence asserts nothing to prove. The quotes found are kept in the environment, each
 with the line its sentence starts at, for the page (``html/checked_claims.py``)
 and for ``make claims`` (``claims.json`` beside the doctrees).
 """
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from sphinx.application import Sphinx
 
+from autograd_docs import claim_sentences
 from autograd_docs.claim_record import MIMETYPE
 from autograd_docs.diagnostics import AuthorError, report, shown_path
 
@@ -74,6 +77,11 @@ def take(client) -> None:
         for i, cell in enumerate(notebook.cells)
         if cell.cell_type == "markdown"
     ]
+    unquotable = [
+        s
+        for s in claim_sentences.sentences(file_text, path, _md())
+        if s.declared in claim_sentences.UNQUOTABLE
+    ]
     found = []
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type != "code":
@@ -100,8 +108,29 @@ def take(client) -> None:
                     quote=" ".join(record["quote"].split()),
                 )
                 continue
+            declared = next((s for s in unquotable if claim_sentences.quoting(s, [record])), None)
+            if declared is not None:
+                report(
+                    AuthorError.QUOTE_ON_DECLARED,
+                    f"{path}:{check_line}",
+                    quote=" ".join(record["quote"].split()),
+                    kind=declared.declared,
+                    line=declared.line,
+                )
+                continue
             found.append({**record, "check_line": check_line, "sentence_line": sentence_line})
     _taken[str(client.path)] = found
+
+
+_parser = None
+
+
+def _md():
+    """One MyST parser per process, for every page's sentences."""
+    global _parser
+    if _parser is None:
+        _parser = claim_sentences.parser()
+    return _parser
 
 
 def _first_line(file_text: str, source: str, source_map: list[int], index: int) -> int:

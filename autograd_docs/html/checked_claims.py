@@ -12,23 +12,35 @@ gets:
   check that proved it and where, and the torch that ran it. Added at
   html-page-context, not as nodes in the doctree, so the search index never
   reads it; inline, so a page opened from a file needs no fetch;
+* a numbered view of the page's source (``SOURCE_LINES``), so the link to a
+  check opens at its line, highlighted;
 * ``claims.js`` and ``claims.css`` (docs/_static), which draw the reveal, and
   ``checked_claims`` in the template's context, which puts the toggle beside
   "view source" (docs/_templates/components/view-this-page.html): in the HTML
   from the start, so nothing moves when the script arrives.
 
 Pages without claims get none of it.
+
+The role ``{claim-count}`key``` puts into prose a number ``make claims`` prints,
+counted over the site as this build read it (``site_counts``): ``coverage``
+("N of M (P%)"), ``counted``, one of ``claim_sentences.VERDICTS``,
+``generalising`` (generalising sentences checked on an example only), or a
+marker, ``% explanation``; ``<section>: <key>`` counts one section. A page that
+uses it is written again whenever any page was read again.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 from docutils import nodes
 from sphinx.application import Sphinx
 
+from autograd_docs import claim_sentences
+from autograd_docs.diagnostics import AuthorError, report
 from autograd_docs.execution import claims
 
 # The elements a sentence can sit in. Headings are left out: a heading's HTML
@@ -38,6 +50,19 @@ CLASS = "checked-claim"
 # Set on a marked node: the indexes (in claims_of's order) of its claims.
 INDEXES = "checked_claim_indexes"
 DATA_ID = "checked-claims-data"
+# Where each page's numbered source goes: <SOURCE_LINES>/<docname>.md.html#L-<n>.
+SOURCE_LINES = "_source-lines"
+# What a record says of itself, passed to the reveal as it is.
+RECORD_FIELDS = (
+    "scope",
+    "compared",
+    "examples",
+    "families",
+    "members",
+    "drawn",
+    "smallest",
+    "largest",
+)
 
 # MyST inline syntax, as the browser will show it (see ``sentence_pattern``).
 INLINE = re.compile(
@@ -173,29 +198,94 @@ def _marked(doctree: nodes.document):
 
 
 def page_data(app: Sphinx, docname: str, doctree: nodes.document, source: str | None) -> dict:
-    """What claims.js reads: each claim with its element's id, in page order."""
+    """What claims.js reads: each check with its element's id, in page order; a
+    check run several times on one quote (in a loop) is one entry with its runs.
+    An entry whose sentence has words no quote covers lists them (``outside``)."""
     found = claims.claims_of(app.env, docname)
-    shown = []
+    path = Path(app.env.doc2path(docname))
+    said = claim_sentences.sentences(path.read_text(encoding="utf8"), "")
+    shown: dict[tuple, dict] = {}
     for element in _marked(doctree):
         for index in element[INDEXES]:
             claim = found[index]
-            shown.append(
-                {
-                    "target": element["ids"][0],
-                    "pattern": sentence_pattern(claim["quote"]),
-                    "check": claim["check"],
-                    "check_line": claim["check_line"],
-                    "torch": claim["torch"],
-                    **(
-                        {"claim": claim["claim"]}
-                        if _folded(claim["claim"]) != _folded(claim["quote"])
-                        else {}
-                    ),
-                    **{key: claim[key] for key in ("examples", "families") if key in claim},
-                }
+            key = (element["ids"][0], claim["quote"], claim["check_line"])
+            if key in shown:
+                shown[key]["runs"] += 1
+                continue
+            shown[key] = {
+                "target": element["ids"][0],
+                "pattern": sentence_pattern(claim["quote"]),
+                "check": claim["check"],
+                "check_line": claim["check_line"],
+                "torch": claim["torch"],
+                "runs": 1,
+                "outside": _outside(said, found, claim),
+                **(
+                    {"claim": claim["claim"]}
+                    if _folded(claim["claim"]) != _folded(claim["quote"])
+                    else {}
+                ),
+                **{key: claim[key] for key in RECORD_FIELDS if key in claim},
+            }
+    name = path.relative_to(app.srcdir).as_posix()
+    lines = app.builder.get_target_uri(docname)  # where the page is, for the view's path
+    return {
+        "source": {
+            "href": source,
+            "name": name,
+            "lines": _relative(lines, f"{SOURCE_LINES}/{name}.html"),
+        },
+        "claims": list(shown.values()),
+    }
+
+
+def _outside(said: list, found: list[dict], claim: dict) -> list[str]:
+    """The words of the claim's sentence that no check of the page quotes."""
+    for sentence in said:
+        if claim_sentences.quoting(sentence, [claim]):
+            return claim_sentences.unquoted_words(
+                sentence, claim_sentences.quoting(sentence, found)
             )
-    name = Path(app.env.doc2path(docname)).relative_to(app.srcdir).as_posix()
-    return {"source": {"href": source, "name": name}, "claims": shown}
+    return []
+
+
+def _relative(page_uri: str, target: str) -> str:
+    """``target`` (from the site's root) as a link from the page at ``page_uri``."""
+    return "../" * page_uri.count("/") + target
+
+
+def write_source_lines(app: Sphinx, docname: str) -> None:
+    """The page's source as a numbered HTML page: line n is ``#L-n``, highlighted
+    when opened at it, so a reader lands on the check the reveal names."""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import MarkdownLexer
+
+    path = Path(app.env.doc2path(docname))
+    name = path.relative_to(app.srcdir).as_posix()
+    formatter = HtmlFormatter(
+        linenos="inline", linespans="L", anchorlinenos=True, lineanchors="L", wrapcode=True
+    )
+    body = highlight(path.read_text(encoding="utf8"), MarkdownLexer(), formatter)
+    back = "../" * name.count("/") + "../" + app.builder.get_target_uri(docname)
+    html = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{name}, numbered: the source of the page and its checks</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 1rem; }}
+pre {{ font-size: 0.85rem; line-height: 1.45; overflow-x: auto; }}
+pre span[id]:target {{ background: #fff3b0; display: inline-block; min-width: 100%; }}
+{formatter.get_style_defs(".highlight")}
+</style></head>
+<body><p><a href="{back}">Back to the page</a>. The source of <code>{name}</code>,
+with the hidden checks the page does not show; each line is numbered.</p>
+{body}</body></html>
+"""
+    target = Path(app.outdir, SOURCE_LINES, f"{name}.html")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.is_file() or target.read_text(encoding="utf8") != html:
+        target.write_text(html, encoding="utf8")
 
 
 def _script_body(data: dict) -> str:
@@ -210,13 +300,115 @@ def _add_to_page(app: Sphinx, pagename: str, templatename: str, context: dict, d
     # The page's source as "view source" shows it (none without html_copy_source).
     source = context.get("sourcename") and context["pathto"]("_sources/" + context["sourcename"], 1)
     data = page_data(app, pagename, doctree, source)
+    write_source_lines(app, pagename)
     context["checked_claims"] = len(data["claims"])
     app.add_js_file(None, body=_script_body(data), type="application/json", id=DATA_ID)
     app.add_js_file("claims.js", defer="defer")
     app.add_css_file("claims.css")
 
 
+class _ThisBuild:
+    """What one build (in this process) knows: whether it read any page, and the
+    site's counts once a page asks for them (every page is read by then)."""
+
+    pages_read = False
+    counts: dict[str, Counter] | None = None
+
+
+_this_build = _ThisBuild()
+
+
+class claim_count(nodes.Inline, nodes.TextElement):
+    """A number of ``make claims``'s, filled in when the page is written."""
+
+
+COUNT_ROLE = "claim-count"
+COUNTING_PAGES = "autograd_docs_claim_count_pages"
+
+
+def _count_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    node = claim_count(rawtext, "", key=" ".join(text.split()))
+    node.source, node.line = inliner.document.current_source, lineno
+    env = inliner.document.settings.env
+    _counting_pages(env).add(env.docname)
+    return [node], []
+
+
+def _counting_pages(env) -> set:
+    if not hasattr(env, COUNTING_PAGES):
+        setattr(env, COUNTING_PAGES, set())
+    return getattr(env, COUNTING_PAGES)
+
+
+def site_counts(env) -> dict[str, Counter]:
+    """What ``make claims`` prints, by section and ``total``: the tally of every
+    page's sentences against its checks (``claim_sentences.tally``)."""
+    md = claim_sentences.parser()
+    counts: dict[str, Counter] = {"total": Counter()}
+    for docname in sorted(env.found_docs):
+        path = Path(env.doc2path(docname))
+        if path.suffix != ".md":
+            continue
+        said = claim_sentences.sentences(path.read_text(encoding="utf8"), "", md)
+        tally, _ = claim_sentences.tally(said, claims.claims_of(env, docname))
+        counts.setdefault(claim_sentences.section_of(docname), Counter()).update(tally)
+        counts["total"].update(tally)
+    return counts
+
+
+def count_text(counts: dict[str, Counter], key: str) -> str | None:
+    """The text ``{claim-count}`key``` stands for, or None for a key it does not know."""
+    section, _, key = key.rpartition(": ")
+    tally = counts.get(section or "total")
+    if tally is None:
+        return None
+    fully, counted = claim_sentences.fully_checked(tally)
+    if key == "coverage":
+        return f"{fully} of {counted} ({100 * fully / counted:.0f}%)" if counted else "0 of 0"
+    if key == "counted":
+        return str(counted)
+    if key == "generalising":
+        return str(tally[claim_sentences.GENERAL_ON_EXAMPLE])
+    known = (*claim_sentences.VERDICTS, *(f"% {m}" for m in claim_sentences.MARKERS))
+    return str(tally[key]) if key in known else None
+
+
+def _fill_counts(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    found = list(doctree.findall(claim_count))
+    if not found:
+        return
+    if _this_build.counts is None:
+        _this_build.counts = site_counts(app.env)
+    for node in found:
+        text = count_text(_this_build.counts, node["key"])
+        if text is None:
+            report(AuthorError.UNKNOWN_CLAIM_COUNT, node, key=node["key"])
+            text = "?"
+        node.replace_self(nodes.Text(text))
+
+
+def _write_counting_pages_again(app: Sphinx, env) -> list[str]:
+    """A page that states the site's counts is stale when any page was read again."""
+    return sorted(_counting_pages(env)) if _this_build.pages_read else []
+
+
+def _note_pages_read(app: Sphinx, env, docnames: list[str]) -> None:
+    _this_build.pages_read = bool(docnames)
+    _this_build.counts = None
+    _counting_pages(env).difference_update(docnames)
+
+
+def _merge_counting_pages(app: Sphinx, env, docnames, other) -> None:
+    _counting_pages(env).update(_counting_pages(other) & set(docnames))
+
+
 def setup(app: Sphinx) -> dict:
+    app.add_node(claim_count)
+    app.add_role(COUNT_ROLE, _count_role)
+    app.connect("env-before-read-docs", _note_pages_read)
+    app.connect("env-merge-info", _merge_counting_pages)
+    app.connect("env-get-updated", _write_counting_pages_again)
+    app.connect("doctree-resolved", _fill_counts)
     app.connect("doctree-resolved", _mark)
     app.connect("html-page-context", _add_to_page)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,11 +1,12 @@
-// "Show checked claims": the sentences hidden checks proved, revealed on demand.
+// "Show checked claims": the sentences hidden checks quote, revealed on demand,
+// each with what its check compared and over what.
 //
 // The build (autograd_docs/html/checked_claims.py) marks the element each
 // checked sentence sits in, puts the toggle beside "view source", and writes the
 // claims into the page as JSON (#checked-claims-data): nothing is fetched, so it
 // works offline and from file://. Off, this script adds nothing to the layout;
 // on, it highlights each sentence (the CSS Custom Highlight API, else its whole
-// paragraph) and puts a button after it that opens what proved it. The state is
+// paragraph) and puts a button after it that opens what its check compared. The state is
 // not remembered across pages: turning it on by itself on load would move the
 // text under the reader, and the reveal is something one looks at, then closes.
 "use strict";
@@ -14,14 +15,6 @@
   var ATOMIC = ".math, mjx-container, svg, img";
   var UNREAD = "mjx-assistive-mml, script, style, .headerlink, .claim-marker";
   var HIGHLIGHT = "checked-claim";
-  var HOW = {
-    check_close: "compared with an independent computation",
-    check_text: "compared with the exact text expected",
-    check_raised: "the error it raises, and its message",
-    check_differs: "a counterexample, shown to differ from the belief",
-    check_property: "run over a family of cases",
-  };
-
   // The element's text as one string, each equation one character, with where
   // each piece of it lives, so a match in the string maps back to a Range.
   function flatten(element) {
@@ -122,23 +115,39 @@
     return child;
   }
 
-  function describe(detail, claim, source) {
-    var how = add(detail, "p");
-    how.appendChild(document.createTextNode("Checked by "));
-    add(how, "code", "", claim.check);
-    var words = HOW[claim.check] || "a hidden check";
-    if (claim.check === "check_property" && claim.families) {
-      words = "run over " + claim.families.join(" × ") +
-              (claim.examples ? ", " + claim.examples + " examples" : "");
+  // What a check compared and over what, as its record says (snippets/oracle.py):
+  // "checked on this example" or "checked over N members of ...", never more.
+  function scope(claim) {
+    if (claim.scope === "family") {
+      var members = claim.members || claim.examples;
+      return "Checked over " + members + " member" + (members === 1 ? "" : "s") + " of " +
+             (claim.families || ["a family"]).join(" × ");
     }
-    how.appendChild(document.createTextNode(": " + words + "."));
-    if (claim.claim) add(detail, "p", "", "It checks: " + claim.claim);
+    return claim.runs > 1 ? "Checked on " + claim.runs + " examples (one check run in a loop; the first shown)"
+                          : "Checked on this example";
+  }
+
+  function describe(detail, claim, source) {
+    var head = add(detail, "p");
+    add(head, "strong", "", scope(claim) + (claim.outside.length ? ", partly" : "") + ".");
+    if (claim.compared) head.appendChild(document.createTextNode(" Compared: " + claim.compared + "."));
+    if (claim.drawn) {
+      var ends = "smallest" in claim ? " Numbers drawn ran from " + claim.smallest + " to " +
+                                       claim.largest + "." : "";
+      add(detail, "p", "", "Members drawn first (the simplest cases): " +
+          claim.drawn.join("; ") + "." + ends);
+    }
+    if (claim.outside.length) {
+      add(detail, "p", "claim-outside", "Not checked: no check quotes these words of the " +
+          "sentence: " + claim.outside.join(", ") + ".");
+    }
+    if (claim.claim) add(detail, "p", "", "The check's own words: " + claim.claim);
     var where = add(detail, "p");
     where.appendChild(document.createTextNode("Ran against torch " + claim.torch +
                                               " when this page was built. "));
-    var link = add(where, source.href ? "a" : "span", "", "The check is line " +
-                   claim.check_line + " of " + source.name + ".");
-    if (source.href) link.href = source.href;
+    var link = add(where, "a", "", "Read the check: line " + claim.check_line + " of " +
+                   source.name + ".");
+    link.href = source.lines + "#L-" + claim.check_line;
   }
 
   function start() {
@@ -165,7 +174,7 @@
         } else element.classList.add("claim-whole");
         var marker = document.createElement("button");
         marker.type = "button";
-        marker.className = "claim-marker";
+        marker.className = "claim-marker" + (claim.outside.length ? " claim-partial" : "");
         marker.setAttribute("aria-expanded", "false");
         marker.innerHTML = '<svg aria-hidden="true" viewBox="0 0 16 16"><path d="M3.5 8.5l3 3 6-7" ' +
           'fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" ' +
@@ -198,7 +207,8 @@
         return a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING ? -1 : 1;
       }).forEach(function (marker, index) {
         add(marker, "span", "visually-hidden",
-            "How checked claim " + (index + 1) + " of " + page.claims.length + " was proved");
+            "What check " + (index + 1) + " of " + page.claims.length + " compared" +
+            (marker.classList.contains("claim-partial") ? " (partly checked)" : ""));
       });
       var ranges = shown.map(function (item) {
         return item.range && sentenceRange(item.element, item.claim.pattern);
@@ -210,7 +220,7 @@
       }
       document.body.classList.add("claims-revealed");
       status.textContent = shown.length + " checked sentences marked; a button after each " +
-                           "says how it was checked.";
+                           "says what its check compared.";
     }
 
     function conceal() {

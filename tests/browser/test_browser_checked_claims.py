@@ -1,4 +1,5 @@
-""""Show checked claims": a reader reveals the sentences the build proved.
+""""Show checked claims": a reader reveals the sentences the build checked, and
+what each check compared and over what.
 
 The pages come from the last build's record of what its checks proved
 (``_build/doctrees/claims.json``): every page with claims is opened once to see
@@ -11,6 +12,7 @@ keyboard, sideways overflow, axe-core, and no layout shift while it is off.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from built_site import DESKTOP, PHONE, ROOT, SITE, inject_axe, next_frame
@@ -24,11 +26,19 @@ TOGGLE = ".checked-claims-toggle button"
 
 
 def claimed_pages() -> dict[str, list[dict]]:
-    """Page path -> the claims its checks proved, for the pages that have any."""
+    """Page path -> the checks that quote it, for the pages that have any: one per
+    quote and check line (a check run in a loop is one marker, with its runs)."""
     if not CLAIMS_FILE.is_file():
         return {}
     recorded = json.loads(CLAIMS_FILE.read_text(encoding="utf8"))
-    return {f"{docname}.html": claims for docname, claims in recorded.items() if claims}
+    pages = {}
+    for docname, claims in recorded.items():
+        first_runs: dict[tuple, dict] = {}
+        for claim in claims:  # the reveal shows a looped check's first run
+            first_runs.setdefault((claim["quote"], claim["check_line"]), claim)
+        if first_runs:
+            pages[f"{docname}.html"] = list(first_runs.values())
+    return pages
 
 
 CLAIMED = claimed_pages()
@@ -112,13 +122,18 @@ def detail_problems(page, claims: list[dict], by_mouse: bool = True) -> list[str
         if claim is None:
             problems.append(f"detail {index + 1} names no check line of the page's: {text!r}")
             continue
-        wanted = [claim["check"], f"torch {claim['torch']}"]
-        if claim["check"] == "check_property":
-            wanted += [*claim["families"], f"{claim['examples']} examples"]
+        # The scope, what was compared (shortened as the record shortens it), the torch.
+        scope = (f"Checked over {claim['members']} member" if claim["scope"] == "family"
+                 else "Checked on ")
+        wanted = [scope, " ".join(claim["compared"].split())[:40], f"torch {claim['torch']}",
+                  *claim.get("families", [])]
         problems += [f"detail {index + 1} does not say {word!r}: {text!r}"
                      for word in wanted if word not in text]
-        if not href.startswith(("_sources/", "../")):
-            problems.append(f"detail {index + 1} does not link the page's source")
+        scope_said = text.split(" Compared: ")[0]  # the detail's own words on its reach
+        if "proved" in scope_said or "proven" in scope_said:
+            problems.append(f"detail {index + 1} claims proof: {text!r}")
+        if not re.fullmatch(rf"(\.\./)*_source-lines/.+\.md\.html#L-{line}", href):
+            problems.append(f"detail {index + 1} does not link the numbered source: {href!r}")
     return problems
 
 
@@ -131,7 +146,7 @@ def test_every_checked_sentence_is_highlighted_as_the_sentence(page, traffic, pa
     open_page(page, path, DESKTOP)
     before = page.evaluate(POSITIONS)
     toggle = page.locator(TOGGLE)
-    expect(toggle).to_have_accessible_name(f"Show checked claims: {len(claims)}")
+    expect(toggle).to_have_accessible_name(f"Show checked claims: {len(claims)} checks")
     reveal(page)
     expect(page.locator(".claim-marker")).to_have_count(len(claims))
     # A sentence the build's pattern cannot find (e.g. across an equation it
@@ -167,9 +182,15 @@ def test_the_reveal_shows_what_proved_each_sentence(page, traffic, path, width, 
     problems += detail_problems(page, claims, by_mouse=scheme == "light")
     # Numbered as a reader meets them (checks may come in another order).
     names = page.eval_on_selector_all(".claim-marker", "els => els.map(el => el.textContent.trim())")
-    expected = [f"How checked claim {k} of {len(claims)} was proved" for k in range(1, len(names) + 1)]
-    if names != expected:
+    expected = [f"What check {k} of {len(claims)} compared" for k in range(1, len(names) + 1)]
+    if [name.removesuffix(" (partly checked)") for name in names] != expected:
         problems.append(f"markers not numbered in reading order: {names[:6]}")
+    # Touch targets of 24 px at least: the toggle and every marker.
+    small = page.eval_on_selector_all(f"{TOGGLE}, .claim-marker", """els => els
+        .map(el => el.getBoundingClientRect()).filter(r => r.width < 24 || r.height < 24)
+        .map(r => [r.width, r.height])""")
+    if small:
+        problems.append(f"touch targets under 24 px: {small[:5]}")
     inject_axe(page)
     # With every detail open: nothing runs off a phone, nothing fails axe.
     problems += accessibility_problems(page, "article, .content-icon-container")
@@ -242,8 +263,8 @@ def test_the_reveal_works_from_the_keyboard(page, traffic, width):
     else:
         pytest.fail(f"{path}: Tab never reaches a checked sentence's marker")
     marker = page.locator(".claim-marker:focus")
-    expect(marker).to_have_accessible_name("How checked claim 1 of "
-                                           f"{len(CLAIMED[path])} was proved")
+    expect(marker).to_have_accessible_name(re.compile(
+        rf"What check 1 of {len(CLAIMED[path])} compared( \(partly checked\))?$"))
     page.keyboard.press("Enter")
     expect(marker).to_have_attribute("aria-expanded", "true")
     detail = page.locator("#" + marker.get_attribute("aria-controls"))
@@ -273,7 +294,28 @@ def test_the_reveal_works_from_a_file_with_the_network_off(new_context):
 
 def test_a_page_without_claims_has_no_toggle(page, traffic):
     unclaimed = sorted({"search.html", *(
-        p.relative_to(SITE).as_posix() for p in SITE.glob("*/*.html"))} - set(CLAIMED))
+        p.relative_to(SITE).as_posix() for p in SITE.glob("*/*.html")
+        if not p.relative_to(SITE).parts[0].startswith("_"))} - set(CLAIMED))
     page.goto(unclaimed[0])
     expect(page.locator(TOGGLE)).to_have_count(0)
     assert page.locator("#checked-claims-data").count() == 0
+
+
+@NO_CLAIMS
+def test_a_detail_opens_the_check_at_its_line(page, traffic):
+    """The link a detail gives lands on the check's line in the numbered source,
+    highlighted, and the line is the one the page's source has there."""
+    path = DRIVEN[0]
+    open_page(page, path, PHONE)
+    reveal(page)
+    marker = page.locator(".claim-marker").first
+    marker.click()
+    link = page.locator("#" + marker.get_attribute("aria-controls") + " a")
+    line = int(link.get_attribute("href").rsplit("#L-", 1)[1])
+    link.click()
+    target = page.locator(":target")
+    expect(target).to_have_attribute("id", f"L-{line}")
+    expect(target).to_be_in_viewport()
+    source = (ROOT / "docs" / path.replace(".html", ".md")).read_text(encoding="utf8")
+    assert " ".join(source.splitlines()[line - 1].split()) in " ".join(target.inner_text().split())
+    assert not traffic.console_errors, traffic.console_errors
