@@ -47,6 +47,7 @@ from autograd_docs.html.notebooks import (
     HELPERS,
     PROVENANCE,
     Provenance,
+    cell_names,
     reader_notebook,
     reader_script,
 )
@@ -285,8 +286,7 @@ def test_a_download_opens_on_its_title_with_its_helpers_in_one_collapsed_cell(do
         defined = {node.name for node in ast.parse(cell.source).body
                    if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
         uses = [index for index, other in enumerate(notebook.cells) if other.cell_type == "code"
-                and defined & {n.id for n in ast.walk(ast.parse(other.source))
-                               if isinstance(n, ast.Name)} and other is not cell]
+                and defined & cell_names(other, ast.Load) and other is not cell]
         assert uses and notebook.cells.index(cell) == uses[0] - 1, "it comes at its first use"
     assert not any(cell.source.startswith("%%writefile") for cell in notebook.cells)
 

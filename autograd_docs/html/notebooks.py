@@ -190,7 +190,7 @@ def _shown_without_code(cells: list[nbformat.NotebookNode]) -> set[int]:
         if cell.cell_type != "code":
             continue
         tags = set(cell.metadata.get("tags", []))
-        if {"remove-input", "hide-input"} & tags and not _names(cell, ast.Store) & read_later:
+        if {"remove-input", "hide-input"} & tags and not cell_names(cell, ast.Store) & read_later:
             kept.add(index)
         else:
             read_later = _read_before(cell, read_later)
@@ -204,7 +204,7 @@ def _read_before(cell: nbformat.NotebookNode, read_after: set[str]) -> set[str]:
     before that statement."""
     tree = _parsed(cell.source)
     if tree is None:
-        return read_after | _names(cell, ast.Load)
+        return read_after | cell_names(cell, ast.Load)
     live = set(read_after)
     for node in reversed(tree.body):
         bound: set[str] = set()
@@ -233,7 +233,7 @@ def _parsed(source: str) -> ast.Module | None:
         return None
 
 
-def _names(cell: nbformat.NotebookNode, context: type) -> set[str]:
+def cell_names(cell: nbformat.NotebookNode, context: type) -> set[str]:
     """The names a code cell reads (``ast.Load``, anywhere) or binds in the
     notebook's namespace (``ast.Store``: not inside a function, class or
     comprehension)."""
