@@ -1,55 +1,151 @@
-"""Every notebook a reader downloads runs where readers run it, and prints what the page shows.
+"""Every notebook a reader downloads opens on its title, runs where readers run it,
+and prints what the page shows.
 
 A reader's Jupyter starts a stock ipykernel in an empty folder, with torch, numpy
-and matplotlib installed and no ``snippets/`` on its path. So each ``.ipynb`` that
-the last ``make html`` put beside its page is copied alone into an empty folder and
-executed top to bottom there, in the standard ``python3`` kernel (not the build's
-page kernel), with ``PYTHONPATH`` cleared. Every cell must print what the page
-shows: the same text, the same error, the same figure bytes (cells tagged
-``measured`` time the machine, so only they may print other numbers).
+and matplotlib installed and nothing of this project: no ``snippets/``, no
+``autograd_docs``, no Hypothesis. The test makes that Python once per session
+(``reader_python``): a venv whose site-packages links only those distributions,
+ipykernel and what they require. In it one process imports torch (what a
+reader's first cell imports) and forks, per download, a stock ipykernel or a
+``python page.py`` run (``reader_forks.py``), in an empty folder holding only
+the download. Every cell must print what the page shows: the same text, the same
+error, the same figure bytes (cells tagged ``measured`` time the machine, so
+only they may print other numbers). A download that imports anything else fails
+(``test_a_download_that_imports_the_build_fails_in_the_readers_python``).
 
 Jupyter and Colab render plain Markdown: no notebook's Markdown may keep a
 MyST-only construct (``myst_only`` finds roles, directive fences, ``(label)=``
-lines, ``%`` comments and ``{{ substitutions }}``), and each starts with the
-cells that say which torch made its outputs. Each page's ``.py`` download runs
-with ``python`` in an empty folder too.
+lines, ``%`` comments and ``{{ substitutions }}``). Each opens on its title and
+introduction, then the cells that say which torch made its outputs, and ships
+the site's helpers its cells use in one collapsed cell at their first use.
 """
 
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.metadata
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import venv
 from pathlib import Path
 
 import nbclient
 import nbformat
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
 
 from autograd_docs.devkit.executed import merged_streams
 from autograd_docs.html import plain_markdown as plain
-from autograd_docs.html.notebooks import PROVENANCE, Provenance, reader_notebook, reader_script
-from autograd_docs.kernels import ways
+from autograd_docs.html.helper_cell import TITLE, Helpers, reader_distributions
+from autograd_docs.html.notebooks import (
+    HELPERS,
+    PROVENANCE,
+    Provenance,
+    cell_names,
+    reader_notebook,
+    reader_script,
+)
+
+import reader_forks
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "_build" / "html"
 DOWNLOADS = sorted(SITE.rglob("*.ipynb"))
 SCRIPTS = [path.with_suffix(".py") for path in DOWNLOADS]
-
+SNIPPETS = ROOT / "snippets"
 
 # What only the build gives a kernel: the snippets on the path, the page kernel's
 # kernelspec, the figures' fixed salt and the fixed hash seed.
 BUILD_ONLY = ("PYTHONPATH", "JUPYTER_PATH", "MATPLOTLIBRC", "PYTHONHASHSEED")
 MEASURED = "measured"  # cells that time this machine: their output changes on purpose
+KERNEL = "reader"
+
+
+# -- The reader's Python ---------------------------------------------------------------
+
+def make_reader_python(folder: Path) -> Path:
+    """A venv holding only the reader's distributions (linked from this one's
+    site-packages, file tree by file tree): its interpreter."""
+    venv.EnvBuilder(symlinks=True, with_pip=False).create(folder)
+    site = next((folder / "lib").glob("python*/site-packages"))
+    for name in sorted(reader_distributions()):
+        dist = importlib.metadata.distribution(name)
+        tops = {path.parts[0] for path in dist.files or []}
+        for top in sorted(tops - {"..", "__pycache__"}):
+            if not top.endswith(".pth") and not (site / top).exists():
+                (site / top).symlink_to(dist.locate_file(top))
+    return folder / "bin" / "python"
+
+
+class ReaderPython:
+    """The reader's Python, with ``reader_forks``' server running in it."""
+
+    def __init__(self, folder: Path) -> None:
+        self.python = make_reader_python(folder / "venv")
+        self.socket = str(folder / "forks.sock")
+        kernels = folder / "kernels"
+        (kernels / KERNEL).mkdir(parents=True)
+        (kernels / KERNEL / "kernel.json").write_text(json.dumps({
+            "argv": [str(self.python), reader_forks.__file__, "kernel", self.socket,
+                     "{connection_file}"],
+            "display_name": "A reader's Python", "language": "python"}))
+        self.specs = KernelSpecManager(kernel_dirs=[str(kernels)])
+        environment = {k: v for k, v in os.environ.items() if k not in BUILD_ONLY}
+        self.log = open(folder / "forks.log", "w+")  # noqa: SIM115  closed in stop()
+        self.server = subprocess.Popen(
+            [str(self.python), reader_forks.__file__, "serve", self.socket],
+            stdout=subprocess.PIPE, stderr=self.log, text=True, env=environment)
+        assert self.server.stdout.readline() == "ready\n", self.errors()
+
+    def errors(self) -> str:
+        self.log.seek(0)
+        return self.log.read()[-3000:]
+
+    def run_notebook(self, download: Path, folder: Path) -> nbformat.NotebookNode:
+        """``download`` run top to bottom, alone in ``folder``, in a stock kernel."""
+        shutil.copyfile(download, folder / download.name)
+        notebook = nbformat.read(folder / download.name, as_version=4)
+        kernel = KernelManager(kernel_name=KERNEL, kernel_spec_manager=self.specs)
+        try:
+            return nbclient.execute(notebook, cwd=str(folder), km=kernel, timeout=120)
+        finally:  # nbclient leaves a kernel it was given running
+            if kernel.has_kernel:
+                kernel.shutdown_kernel()
+
+    def run_script(self, script: Path, folder: Path) -> tuple[int, str, str]:
+        """``python script.py`` alone in ``folder``: its exit code, stdout, stderr."""
+        shutil.copyfile(script, folder / script.name)
+        out, err = folder.parent / "stdout", folder.parent / "stderr"
+        _, returncode = reader_forks.ask(self.socket, {
+            "folder": str(folder), "script": script.name, "stdout": str(out),
+            "stderr": str(err), "env": {"MPLBACKEND": "Agg"}})
+        code = returncode()
+        return code, out.read_text(encoding="utf8"), err.read_text(encoding="utf8")
+
+    def stop(self) -> None:
+        self.server.kill()
+        self.server.wait()
+        self.log.close()
+
+
+@pytest.fixture(scope="session")
+def reader_python(tmp_path_factory):
+    reader = ReaderPython(tmp_path_factory.mktemp("reader"))
+    yield reader
+    reader.stop()
 
 
 @pytest.fixture
-def reader_environment(monkeypatch):
-    for name in BUILD_ONLY:
-        monkeypatch.delenv(name, raising=False)
+def reader_folder(tmp_path) -> Path:
+    folder = tmp_path / "reader"
+    folder.mkdir()
+    return folder
 
 
 def shown(cell) -> list:
@@ -72,57 +168,12 @@ def shown(cell) -> list:
     return found
 
 
-def test_a_reader_notebook_leaves_out_hidden_checks_and_writes_what_it_imports(tmp_path):
-    (tmp_path / "helpers.py").write_text("from shapes import square\n")
-    (tmp_path / "shapes.py").write_text("def square(t):\n    return t * t\n")
-    (tmp_path / "unused.py").write_text("")
-    new = nbformat.v4
-    page = new.new_notebook(cells=[
-        new.new_code_cell("from oracle import check_close", metadata={"tags": ["remove-cell"]}),
-        new.new_markdown_cell("Some prose."),
-        new.new_code_cell("import torch\nfrom helpers import square\nsquare(torch.ones(2))"),
-        new.new_code_cell("check_close(_, torch.ones(2), 'x')", metadata={"tags": ["remove-cell"]}),
-    ], metadata={"source_map": [0, 3, 5, 9]})
-
-    reader = reader_notebook(page, tmp_path)
-
-    sources = [cell.source for cell in reader.cells]
-    assert not any("check_close" in source for source in sources)
-    written = [source.split("\n", 1) for source in sources if source.startswith("%%writefile")]
-    assert written == [["%%writefile helpers.py", "from shapes import square\n"],
-                       ["%%writefile shapes.py", "def square(t):\n    return t * t\n"]]
-    assert sources.index(written[-1][0] + "\n" + written[-1][1]) < sources.index(page.cells[2].source)
-    assert [cell.id for cell in reader.cells] == [f"cell-{i}" for i in range(len(reader.cells))]
-    assert "source_map" not in reader.metadata
-    assert len(page.cells) == 4, "the executed notebook itself is left as it was"
-
-
-@pytest.mark.build
-def test_the_build_wrote_downloads():
-    assert DOWNLOADS, f"no notebooks under {SITE}: run `make html` first"
-
-
-def test_the_reader_kernel_is_stock_ipykernel(reader_environment):
-    spec = KernelSpecManager().get_kernel_spec("python3")
-    assert "ipykernel_launcher" in spec.argv, spec.argv
-
-
-@pytest.mark.build
-@pytest.mark.parametrize("download", DOWNLOADS, ids=lambda p: str(p.relative_to(SITE)))
-def test_a_downloaded_notebook_runs_alone_and_prints_what_the_page_shows(
-    download, tmp_path, reader_environment
-):
-    folder = tmp_path / "reader"
-    folder.mkdir()
-    shutil.copyfile(download, folder / download.name)
-    page = nbformat.read(folder / download.name, as_version=4)
-    ran = nbformat.read(folder / download.name, as_version=4)
-    # A kernel of its own (the python3 kernelspec, without the build's preloads),
-    # reached as the build reaches one: its sockets are not in the reader's folder.
-    ran = ways.run_in_kernel(nbclient.execute, ran, str(folder), timeout=120,
-                             kernel_name="python3")
-
-    assert sorted(p.stem for p in folder.glob("*.py")) == sorted(written_snippets(page))
+def prints_what_the_page_shows(reader: ReaderPython, download: Path, folder: Path) -> None:
+    """Run ``download`` in the reader's Python; fail unless every cell shows what
+    the page shows and nothing is left in the folder but the notebook."""
+    page = nbformat.read(download, as_version=4)
+    ran = reader.run_notebook(download, folder)
+    assert sorted(p.name for p in folder.iterdir()) == [download.name], "it wrote files"
     differ = [
         f"cell {index} ({before.source.splitlines()[0][:60]!r}):\n  page:   {shown(before)!r:.300}\n"
         f"  reader: {shown(after)!r:.300}"
@@ -130,13 +181,114 @@ def test_a_downloaded_notebook_runs_alone_and_prints_what_the_page_shows(
         if before.cell_type == "code" and before.outputs and shown(before) != shown(after)
         and MEASURED not in before.metadata.get("tags", [])
     ]
-    assert not differ, f"{download.relative_to(SITE)} prints differently:\n" + "\n".join(differ)
+    assert not differ, f"{download.name} prints differently:\n" + "\n".join(differ)
 
 
-def written_snippets(notebook) -> list[str]:
-    """The modules the notebook's own first cells write with ``%%writefile``."""
-    return [cell.source.split()[1].removesuffix(".py") for cell in notebook.cells
-            if cell.cell_type == "code" and cell.source.startswith("%%writefile ")]
+@pytest.mark.parametrize("module", ["autograd_docs", "hypothesis", "oracle"])
+def test_a_download_that_imports_the_build_fails_in_the_readers_python(
+        module, reader_python, tmp_path, reader_folder):
+    """The check is no wider than a reader's Python: the engine, Hypothesis and
+    the snippets are not importable there, though this process imports them."""
+    if module != "oracle":  # importable here, in the project's venv
+        importlib.import_module(module)
+    new = nbformat.v4
+    download = tmp_path / "page.ipynb"
+    nbformat.write(new.new_notebook(cells=[
+        new.new_code_cell("import matplotlib, numpy, torch", outputs=[]),
+        new.new_code_cell(f"import {module}", outputs=[])]), download)
+    with pytest.raises(nbclient.exceptions.CellExecutionError, match="ModuleNotFoundError"):
+        prints_what_the_page_shows(reader_python, download, reader_folder)
+
+
+@pytest.mark.build
+def test_the_build_wrote_downloads():
+    assert DOWNLOADS, f"no notebooks under {SITE}: run `make html` first"
+
+
+@pytest.mark.build
+@pytest.mark.parametrize("download", DOWNLOADS, ids=lambda p: str(p.relative_to(SITE)))
+def test_a_downloaded_notebook_runs_alone_and_prints_what_the_page_shows(
+    download, reader_python, reader_folder
+):
+    prints_what_the_page_shows(reader_python, download, reader_folder)
+
+
+# -- What a download holds -------------------------------------------------------------
+
+def test_a_reader_notebook_opens_on_its_title_and_ships_only_the_helpers_it_uses(tmp_path):
+    (tmp_path / "helpers.py").write_text(
+        "import torch\nfrom shapes import square\n\nSCALE = 2\n\n"
+        "def scaled(t):\n    return SCALE * square(torch.as_tensor(t))\n\ndef unused():\n    pass\n")
+    (tmp_path / "shapes.py").write_text("def square(t):\n    return t * t\n\ndef cube(t):\n"
+                                        "    return t ** 3\n")
+    (tmp_path / "checks.py").write_text("from autograd_docs import claim_record\n"
+                                        "def check(x):\n    return claim_record\n")
+    new = nbformat.v4
+    png = "iVBORw0KGgo="
+    page = new.new_notebook(cells=[
+        new.new_code_cell("from checks import check", metadata={"tags": ["remove-cell"]}),
+        new.new_markdown_cell("# Page\n\nThe introduction."),
+        new.new_code_cell("import torch\nfrom helpers import scaled\n\nscaled(torch.ones(2))"),
+        new.new_code_cell("check(_)", metadata={"tags": ["remove-cell"]}),
+        new.new_code_cell("picture = draw()", metadata={
+            "tags": ["hide-input"], "mystnb": {"image": {"alt": "A [red] square"}}},
+            outputs=[new.new_output("display_data", data={"image/png": png})]),
+        new.new_code_cell("from checks import check\ncheck(1)", outputs=[
+            new.new_output("stream", name="stdout", text="checked\n")]),
+        new.new_code_cell("print(1)", metadata={"tags": ["hide-cell"]}),
+    ], metadata={"source_map": [0, 3, 5, 9, 12, 15, 18]})
+
+    reader = reader_notebook(page, tmp_path, provenance=Provenance("2.0", "3.11", "2026-01-01"))
+
+    kinds = [(cell.cell_type, cell.metadata.get("tags", [])) for cell in reader.cells]
+    assert kinds == [("markdown", []), ("markdown", [PROVENANCE]), ("code", [PROVENANCE]),
+                     ("code", [HELPERS]), ("code", []), ("markdown", []), ("markdown", []),
+                     ("code", ["hide-cell"])]
+    helpers = reader.cells[3]
+    assert helpers.source.splitlines()[0] == TITLE and "you need not read it" in TITLE
+    assert helpers.metadata["jupyter"] == {"source_hidden": True}
+    assert helpers.metadata["cellView"] == "form"
+    for kept in ("def square", "SCALE = 2", "def scaled", "import torch"):
+        assert kept in helpers.source
+    assert "def cube" not in helpers.source and "def unused" not in helpers.source
+    assert helpers.source.index("def square") < helpers.source.index("def scaled")
+    assert reader.cells[4].source == "import torch\n\nscaled(torch.ones(2))"
+    figure = reader.cells[5]
+    assert figure.source == "![A  red  square](attachment:figure-0.png)"
+    assert list(figure.attachments.values()) == [{"image/png": png}]
+    assert "`checks`" in reader.cells[6].source and "checked" in reader.cells[6].source
+    assert reader.cells[7].metadata["jupyter"] == {"source_hidden": True, "outputs_hidden": True}
+    assert not any("check(_)" in cell.source for cell in reader.cells)
+    assert [cell.id for cell in reader.cells] == [f"cell-{i}" for i in range(len(reader.cells))]
+    assert "source_map" not in reader.metadata
+    assert len(page.cells) == 7, "the executed notebook itself is left as it was"
+
+
+def test_a_name_that_needs_the_build_is_not_shipped():
+    helpers = Helpers(SNIPPETS)
+    assert helpers.lacking([("oracle", ["check_close"])]) is not None
+    assert not helpers, "nothing of a name that cannot ship is taken"
+    assert helpers.lacking([("figures", ["walk_graph"])]) is None
+    assert "def walk_graph" in helpers.cell_source()
+    assert "def graph_figure" not in helpers.cell_source()
+
+
+@pytest.mark.build
+@pytest.mark.parametrize("download", DOWNLOADS, ids=lambda p: str(p.relative_to(SITE)))
+def test_a_download_opens_on_its_title_with_its_helpers_in_one_collapsed_cell(download):
+    notebook = nbformat.read(download, as_version=4)
+    first = notebook.cells[0]
+    assert first.cell_type == "markdown" and first.source.startswith("# "), first.source[:200]
+    helpers = [cell for cell in notebook.cells if HELPERS in cell.metadata.get("tags", [])]
+    assert len(helpers) <= 1
+    for cell in helpers:
+        assert cell.source.startswith(TITLE) and cell.metadata["jupyter"]["source_hidden"]
+        defined = {node.name for node in ast.parse(cell.source).body
+                   if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+        uses = [index for index, other in enumerate(notebook.cells) if other.cell_type == "code"
+                and defined & cell_names(other, ast.Load) and other is not cell]
+        assert uses and notebook.cells.index(cell) == uses[0] - 1, "it comes at its first use"
+    assert not any(cell.source.startswith("%%writefile") for cell in notebook.cells)
 
 
 # -- Plain Markdown ------------------------------------------------------------------
@@ -252,12 +404,14 @@ def test_a_downloaded_notebook_is_plain_markdown_and_says_what_made_it(download)
     left = [f"cell {index}: {found}" for index, cell in enumerate(notebook.cells)
             if cell.cell_type == "markdown" for found in myst_only(cell.source)]
     assert not left, f"{download.relative_to(SITE)} keeps MyST-only Markdown:\n" + "\n".join(left)
-    first, second = notebook.cells[:2]
-    assert first.cell_type == "markdown" and PROVENANCE in first.metadata.get("tags", [])
+    said = [cell for cell in notebook.cells if PROVENANCE in cell.metadata.get("tags", [])]
+    assert [cell.cell_type for cell in said] == ["markdown", "code"]
     made = notebook.metadata[PROVENANCE]
-    assert f"torch {made['torch']}" in first.source and f"Python {made['python']}" in first.source
-    assert made["built"] in first.source
-    assert second.cell_type == "code" and "torch.__version__" in second.source
+    assert f"torch {made['torch']}" in said[0].source and f"Python {made['python']}" in said[0].source
+    assert made["built"] in said[0].source
+    assert "torch.__version__" in said[1].source
+    first_code = next(c for c in notebook.cells if c.cell_type == "code")
+    assert first_code is said[1], "it says what made the outputs before any code runs"
 
 
 def test_the_provenance_cell_prints_one_line_only_for_another_torch(capsys):
@@ -273,17 +427,17 @@ def test_the_provenance_cell_prints_one_line_only_for_another_torch(capsys):
 # -- Python scripts -------------------------------------------------------------------
 
 def test_a_script_is_the_notebook_in_percent_format(tmp_path):
-    (tmp_path / "helpers.py").write_text("def square(t):\n    return t * t\n")
     new = nbformat.v4
     page = new.new_notebook(cells=[
         new.new_markdown_cell("# A page\n\nSome prose."),
-        new.new_code_cell("%xmode Minimal\nfrom helpers import square\nsquare(3)"),
+        new.new_code_cell("%xmode Minimal\ndef square(t):\n    return t * t\n\nsquare(3)"),
         new.new_code_cell("square(None)", metadata={"tags": ["raises-exception"]}),
-        new.new_code_cell("print('done');"),
+        new.new_code_cell("print('done')"),
     ])
     script = reader_script(reader_notebook(page, tmp_path))
-    assert "# %% [markdown]\n# # A page\n#\n# Some prose." in script
+    assert script.startswith("# %% [markdown]\n# # A page\n#\n# Some prose.")
     assert "# %xmode Minimal  (IPython only)" in script
+    assert "show_value((\n    print" not in script
     folder = tmp_path / "reader"
     folder.mkdir()
     (folder / "page.py").write_text(script)
@@ -295,18 +449,13 @@ def test_a_script_is_the_notebook_in_percent_format(tmp_path):
 
 @pytest.mark.build
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: str(p.relative_to(SITE)))
-def test_a_downloaded_script_runs_alone(script, tmp_path, reader_environment):
+def test_a_downloaded_script_runs_alone(script, reader_python, reader_folder):
     assert script.is_file(), f"no {script.name} beside {script.with_suffix('.ipynb').name}"
-    folder = tmp_path / "reader"
-    folder.mkdir()
-    shutil.copyfile(script, folder / script.name)
-    ran = subprocess.run([sys.executable, script.name], cwd=folder, capture_output=True,
-                         text=True, timeout=300, env={**os.environ,
-                         "MPLBACKEND": "Agg"})
-    assert ran.returncode == 0, f"{script.relative_to(SITE)} failed:\n{ran.stderr[-3000:]}"
+    returncode, stdout, stderr = reader_python.run_script(script, reader_folder)
+    assert returncode == 0, f"{script.relative_to(SITE)} failed:\n{stderr[-3000:]}"
     # What the page prints (and the errors it shows) the script prints, in order;
     # a traceback's line numbers count the script's lines, not the cell's.
-    position, stdout = 0, LINE_NUMBER.sub("line N", ran.stdout)
+    position, stdout = 0, LINE_NUMBER.sub("line N", stdout)
     for expected in printed(nbformat.read(script.with_suffix(".ipynb"), as_version=4)):
         expected = LINE_NUMBER.sub("line N", expected)
         found = stdout.find(expected, position)

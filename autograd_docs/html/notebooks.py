@@ -7,17 +7,20 @@ extension copies those notebooks into the site beside their pages
 ``notebook_download`` link, shown next to furo's "view source" button
 (docs/_templates/components/view-this-page.html).
 
-A reader's Jupyter runs in an empty folder with no ``snippets/`` on its path, so
-the copy leaves out the cells a page hides with ``remove-cell`` (the build's
-oracle checks), and writes every snippet the remaining cells import beside the
-notebook, in a ``%%writefile`` cell at the top the reader can read first.
+A reader's Jupyter runs in an empty folder with no ``snippets/`` on its path and
+only torch, numpy and matplotlib installed, so the copy opens on the page's title
+and introduction and carries nothing of the build: it leaves out the cells a page
+hides with ``remove-cell`` (the build's oracle checks), keeps a figure the page
+shows without its code as the image alone, shows a cell that needs the build with
+what it printed instead of running it, and defines what the visible cells import
+from ``snippets/`` in one collapsed cell (``helper_cell``: only what they use).
 
 Jupyter and Colab render plain Markdown, not MyST: every Markdown cell is
 rewritten by ``plain_markdown`` (roles become links to the site, labels and
-comments go, admonitions become blockquotes). The first cell says which torch
-and Python made the outputs and when (``Provenance``: the commit's time, not
-the clock, so builds stay byte-identical), and the next one prints a line when
-the reader's torch is another.
+comments go, admonitions become blockquotes). After the introduction a cell says
+which torch and Python made the outputs and when (``Provenance``: the commit's
+time, not the clock, so builds stay byte-identical), and the next one prints a
+line when the reader's torch is another.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import datetime
 import importlib.metadata
 import json
 import platform
+import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -39,10 +43,12 @@ from autograd_docs.execution import cache_key
 from autograd_docs.execution.checks import HIDDEN_CHECK  # the tag of the build's own checks
 from autograd_docs.html import plain_markdown as plain
 from autograd_docs.html import repository
+from autograd_docs.html.helper_cell import Helpers, distributions_asked_about, reader_has
 from autograd_docs.kept_record import KeptRecord, source_digest
 from autograd_docs.kernels.environment import source_date_epoch
 
-PROVENANCE = "provenance"  # the tag of the first two cells, and the metadata key
+PROVENANCE = "provenance"  # the tag of the cells after the introduction, and the metadata key
+HELPERS = "helpers"  # the tag of the cell of the site's helpers
 # In the doctrees folder: per page, a digest of what its reader copy was made from.
 MADE_FROM = "reader-copies.json"  # a KeptRecord: each page's copies, what they were made from
 _THIS_MODULE = source_digest(__file__)
@@ -103,8 +109,13 @@ def reader_notebook(
 ) -> nbformat.NotebookNode:
     """A copy of ``executed`` that runs top to bottom outside this repository.
 
-    With ``links`` and ``md`` its Markdown is plain Markdown; with
-    ``provenance`` it starts by saying what made its outputs.
+    It opens on the page's title and introduction (the Markdown before the first
+    code). Then come the provenance cells, if ``provenance`` is given, and the
+    one cell of the site's helpers the visible cells import (``helper_cell``),
+    just before the first of them. A cell the page shows without its code keeps
+    its outputs only (``_outputs_as_markdown``), unless a later cell uses what it
+    binds; a cell that needs the build itself is shown with what it printed, not
+    run. With ``links`` and ``md`` the Markdown is plain Markdown.
     """
     notebook = copy.deepcopy(executed)
     if links is not None:
@@ -113,42 +124,235 @@ def reader_notebook(
         cell for cell in notebook.cells if HIDDEN_CHECK not in cell.metadata.get("tags", [])
     ]
     notebook.metadata.pop("source_map", None)  # line numbers of the build's source
-    if links is not None and md is not None:
-        for cell in notebook.cells:
-            if cell.cell_type == "markdown":
-                cell.source = plain.plain_markdown(cell.source, md, links)
-        notebook.cells = [
-            cell for cell in notebook.cells if cell.cell_type != "markdown" or cell.source.strip()
-        ]
-    code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
-    snippets = cache_key.snippets_imported(code, snippets_dir)
-    preface = []
+
+    def plain_text(text: str) -> str:
+        return plain.plain_markdown(text, md, links) if links and md else text
+
+    helpers = Helpers(snippets_dir)
+    only_outputs = _shown_without_code(notebook.cells)
+    cells, first_code, first_helper_use = [], None, None
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type == "markdown":
+            cell.source = plain_text(cell.source)
+            if cell.source.strip():
+                cells.append(cell)
+            continue
+        first_code = len(cells) if first_code is None else first_code
+        tags = cell.metadata.get("tags", [])
+        if index in only_outputs:
+            shown = _outputs_as_markdown(cell, plain_text)
+            cells += [shown] if shown.source else []
+            continue
+        imports = _imports(cell.source)
+        if helpers.lacking([(module, names) for module, names, _ in imports]):
+            lacking = next(m for m, _, _ in imports if not reader_has(m, jupyter=True))
+            cells.append(_outputs_as_markdown(cell, plain_text, needs=f"`{lacking}`"))
+            continue
+        if asked := distributions_asked_about(cell.source):
+            cells.append(
+                _outputs_as_markdown(
+                    cell, plain_text, needs=", ".join(f"`{name}`" for name in asked)
+                )
+            )
+            continue
+        shipped = [lines for module, _, lines in imports if helpers.is_snippet(module)]
+        if shipped:
+            first_helper_use = len(cells) if first_helper_use is None else first_helper_use
+            cell.source = _without_lines(cell.source, shipped)
+        _hide_as_the_page_does(cell, tags)
+        if cell.source.strip() or cell.outputs:
+            cells.append(cell)
+    if first_helper_use is not None:
+        cells.insert(first_helper_use, _helper_cell(helpers))
     if provenance is not None:
-        preface += provenance.cells()
+        at = len(cells) if first_code is None else first_code  # a page without code: last
+        cells[at:at] = provenance.cells()
         notebook.metadata[PROVENANCE] = {
             "torch": provenance.torch,
             "python": provenance.python,
             "built": provenance.built,
         }
-    if snippets:
-        names = ", ".join(f"`{path.name}`" for path in snippets)
-        preface += [
-            nbformat.v4.new_markdown_cell(
-                f"This page imports the site's own helpers ({names}). The next "
-                f"{'cell writes it' if len(snippets) == 1 else 'cells write them'} "
-                "beside this notebook, so it runs in any folder."
-            )
-        ]
-        preface += [
-            nbformat.v4.new_code_cell(f"%%writefile {path.name}\n{path.read_text(encoding='utf8')}")
-            for path in snippets
-        ]
-    notebook.cells = preface + notebook.cells
+    notebook.cells = cells
     for index, cell in enumerate(notebook.cells):
         cell["id"] = f"cell-{index}"  # stable ids: the same bytes on every build
     return notebook
 
 
+def _shown_without_code(cells: list[nbformat.NotebookNode]) -> set[int]:
+    """The code cells whose code the page does not show (``hide-input``,
+    ``remove-input``) and whose names no later cell that runs reads: the download
+    keeps only what they showed. Decided from the last cell back, as a liveness
+    analysis: a name a cell binds at its top level is not read from before it."""
+    kept: set[int] = set()
+    read_later: set[str] = set()
+    for index in reversed(range(len(cells))):
+        cell = cells[index]
+        if cell.cell_type != "code":
+            continue
+        tags = set(cell.metadata.get("tags", []))
+        if {"remove-input", "hide-input"} & tags and not cell_names(cell, ast.Store) & read_later:
+            kept.add(index)
+        else:
+            read_later = _read_before(cell, read_later)
+    return kept
+
+
+def _read_before(cell: nbformat.NotebookNode, read_after: set[str]) -> set[str]:
+    """The names read after the start of ``cell`` before being bound again, given
+    those read after it: statement by statement from its end, a name bound at the
+    top level whatever happens (not in a loop or a branch) is not read from
+    before that statement."""
+    tree = _parsed(cell.source)
+    if tree is None:
+        return read_after | cell_names(cell, ast.Load)
+    live = set(read_after)
+    for node in reversed(tree.body):
+        bound: set[str] = set()
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound = {node.name}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound = {(a.asname or a.name).split(".")[0] for a in node.names}
+        read = {
+            n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+        }
+        live = (live - bound) | read
+    return live
+
+
+def _parsed(source: str) -> ast.Module | None:
+    """A code cell's source as Python, its IPython magics read as ``pass``."""
+    lines = [
+        "pass" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()
+    ]
+    try:
+        return ast.parse("\n".join(lines))
+    except SyntaxError:
+        return None
+
+
+def cell_names(cell: nbformat.NotebookNode, context: type) -> set[str]:
+    """The names a code cell reads (``ast.Load``, anywhere) or binds in the
+    notebook's namespace (``ast.Store``: not inside a function, class or
+    comprehension)."""
+    tree = _parsed(cell.source)
+    if tree is None:
+        return set()
+    if context is ast.Load:
+        return {
+            n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+        }
+    found: set[str] = set()
+    pending: list[ast.AST] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+            continue
+        if isinstance(
+            node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+        ):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            found.add(node.id)
+        pending += ast.iter_child_nodes(node)
+    return found
+
+
+def _imports(source: str) -> list[tuple[str, list[str], range]]:
+    """Each module a cell imports at its top level: its name, the names taken
+    from it (``[]`` for ``import module``), and the statement's lines (from 0)."""
+    tree = _parsed(source)
+    found: list[tuple[str, list[str], range]] = []
+    for node in tree.body if tree else []:
+        lines = range(node.lineno - 1, node.end_lineno or node.lineno)
+        if isinstance(node, ast.Import):
+            found += [(alias.name, [], lines) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.append((node.module, [alias.name for alias in node.names], lines))
+    return found
+
+
+def _without_lines(source: str, dropped: list[range]) -> str:
+    """``source`` without the given lines, and without the blank lines that then lead it."""
+    gone = {number for lines in dropped for number in lines}
+    kept = [line for number, line in enumerate(source.splitlines()) if number not in gone]
+    while kept and not kept[0].strip():
+        kept.pop(0)
+    return "\n".join(kept)
+
+
+def _hide_as_the_page_does(cell: nbformat.NotebookNode, tags: list[str]) -> None:
+    """Collapse in Jupyter what the page hides behind a "Show" button."""
+    hidden = {}
+    if {"hide-input", "hide-cell", "remove-input"} & set(tags):
+        hidden["source_hidden"] = True
+    if {"hide-output", "hide-cell"} & set(tags):
+        hidden["outputs_hidden"] = True
+    if hidden:
+        cell.metadata["jupyter"] = hidden
+
+
+def _helper_cell(helpers: Helpers) -> nbformat.NotebookNode:
+    """The one cell of helpers: collapsed in Jupyter, a form in Colab."""
+    cell = nbformat.v4.new_code_cell(helpers.cell_source())
+    cell.metadata.update(
+        {"jupyter": {"source_hidden": True}, "cellView": "form", "tags": [HELPERS]}
+    )
+    return cell
+
+
+def _fenced(text: str, info: str = "") -> str:
+    """``text`` in a Markdown code fence longer than any run of backticks in it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text.rstrip()}\n{fence}"
+
+
+def _outputs_as_markdown(
+    cell: nbformat.NotebookNode, plain_text, needs: str | None = None
+) -> nbformat.NotebookNode:
+    """A code cell as Markdown: what it showed (a figure as an attached image, with
+    the page's alt text and caption), after its code if it ``needs`` a module a
+    reader does not have, said in a sentence."""
+    mystnb = cell.metadata.get("mystnb", {})
+    alt = re.sub(r"[\[\]\n]", " ", mystnb.get("image", {}).get("alt", "A figure"))
+    parts: list[str] = []
+    attachments: dict[str, dict[str, str]] = {}
+    if needs is not None:
+        parts += [
+            f"This cell needs `{needs}`, which only the site's build has, so a "
+            "reader's Python cannot run it. Its code, and what it printed when "
+            "the site was built:",
+            _fenced(cell.source, "python"),
+        ]
+    for output in cell.get("outputs", []):
+        kind, data = output["output_type"], output.get("data", {})
+        if kind == "stream":
+            parts.append(_fenced(output["text"], "text"))
+        elif kind == "error":
+            parts.append(_fenced(f"{output['ename']}: {output['evalue']}", "text"))
+        elif "image/png" in data:
+            name = f"figure-{len(attachments)}.png"
+            attachments[name] = {"image/png": data["image/png"]}
+            parts.append(f"![{alt}](attachment:{name})")
+        elif "text/markdown" in data:
+            parts.append(plain_text(data["text/markdown"]))
+        elif "text/plain" in data:
+            parts.append(_fenced(data["text/plain"], "text"))
+    if caption := mystnb.get("figure", {}).get("caption"):
+        parts.append(f"*{plain_text(caption).strip()}*")
+    markdown = nbformat.v4.new_markdown_cell("\n\n".join(parts))
+    if attachments:
+        markdown["attachments"] = attachments
+    return markdown
+
+
+ATTACHED_IMAGE = re.compile(r"!\[([^\]]*)\]\(attachment:[^)]*\)")  # a figure kept as its image
 SHOW = '''def show_value(value):
     """Print what Jupyter shows below a cell: the value of its last line."""
     if value is not None:
@@ -158,18 +362,11 @@ SHOW = '''def show_value(value):
 def script_code(cell: nbformat.NotebookNode) -> str:
     """A code cell's source as plain Python that prints what the cell shows.
 
-    IPython's magics become comments, a ``%%writefile`` writes its file beside the
-    script, the last line's value is passed to ``show``, and a cell tagged
+    IPython's magics become comments, the last line's value (unless it is a
+    ``print``) is passed to ``show_value``, and a cell tagged
     ``raises-exception`` prints its error instead of stopping the script.
     """
     source = cell.source
-    if source.startswith("%%writefile "):
-        first, _, text = source.partition("\n")
-        name = first.split()[1]
-        return (
-            "from pathlib import Path\n\n"
-            f'Path(__file__).with_name({name!r}).write_text({text!r}, encoding="utf8")'
-        )
     lines = [
         f"# {line}  (IPython only)" if line.lstrip().startswith(("%", "!")) else line
         for line in source.splitlines()
@@ -179,7 +376,7 @@ def script_code(cell: nbformat.NotebookNode) -> str:
     except SyntaxError:
         tree = None
     last = tree.body[-1] if tree and tree.body else None
-    if isinstance(last, ast.Expr) and last.col_offset == 0:
+    if isinstance(last, ast.Expr) and last.col_offset == 0 and not _is_print(last.value):
         assert last.end_lineno is not None  # ast.parse gives every statement its end
         if not lines[last.end_lineno - 1].rstrip().endswith(";"):
             start, end = last.lineno - 1, last.end_lineno
@@ -195,20 +392,26 @@ def script_code(cell: nbformat.NotebookNode) -> str:
     return code
 
 
+def _is_print(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print"
+
+
 def reader_script(notebook: nbformat.NotebookNode) -> str:
     """The reader notebook as a Python script in percent format (jupytext's, VS Code's):
     ``# %%`` before each code cell, the Markdown as comments under ``# %% [markdown]``."""
     parts = []
     codes = [script_code(cell) for cell in notebook.cells if cell.cell_type == "code"]
-    if any("show_value(" in code for code in codes):
-        parts.append("# %%\n" + SHOW)
+    show = any("show_value(" in code for code in codes)
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
+            text = ATTACHED_IMAGE.sub(r"(figure: \1)", cell.source)
             parts.append(
-                "# %% [markdown]\n"
-                + "\n".join(f"# {line}".rstrip() for line in cell.source.splitlines())
+                "# %% [markdown]\n" + "\n".join(f"# {line}".rstrip() for line in text.splitlines())
             )
         elif cell.cell_type == "code":
+            if show:  # after the title and introduction, before the first code
+                parts.append("# %%\n" + SHOW)
+                show = False
             parts.append("# %%\n" + script_code(cell))
     return "\n\n".join(parts) + "\n"
 
