@@ -52,6 +52,28 @@
   else start();
 })();
 
+// A table stacks on a phone (site.css): each cell is shown under its column's
+// name, copied here from the table's head. Only attributes change: nothing
+// moves on a wider screen.
+(function () {
+  function label() {
+    document.querySelectorAll("article table.docutils").forEach(function (table) {
+      var names = Array.prototype.map.call(table.querySelectorAll("thead th"), function (th) {
+        return th.textContent.trim();
+      });
+      if (!names.length) return;
+      table.querySelectorAll("tbody tr").forEach(function (row) {
+        Array.prototype.forEach.call(row.children, function (cell, k) {
+          if (names[k]) cell.setAttribute("data-label", names[k]);
+        });
+      });
+      table.classList.add("stacks");
+    });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", label);
+  else label();
+})();
+
 // A figure is drawn wider than a phone shows it: a tap opens the image itself,
 // full size, where the reader can zoom and pan.
 (function () {
