@@ -159,32 +159,33 @@ def _check_code_width(app: Sphinx, doctree: nodes.document) -> None:
     """A visible code line wider than a phone's column is cut off on the phone.
 
     Hidden cells (``remove-cell``, ``remove-input``) are not in the doctree;
-    outputs wrap. ``autograd_docs_check_code_width = False`` in ``conf.py``
-    lists the lines in the log instead of failing the build."""
-    docname = app.env.docname
-    path = app.env.doc2path(docname)
-    lines = Path(path).read_text(encoding="utf8").splitlines()
-    too_wide = []
+    outputs wrap. Each line is reported in the file it is written in (the page,
+    or a file it includes). ``autograd_docs_check_code_width = False`` in
+    ``conf.py`` lists the lines in the log instead of failing the build."""
+    page = app.env.doc2path(app.env.docname)
+    files: dict[str, list[str]] = {}
     for block in doctree.findall(
         lambda n: isinstance(n, (nodes.literal_block, nodes.doctest_block))
     ):
         box = _code_box(block)
         if box is None:
             continue
+        source = block.source if block.source and os.path.isfile(block.source) else page
+        if source not in files:
+            files[source] = Path(source).read_text(encoding="utf8").splitlines()
         for line in block.astext().splitlines():
             width = _display_width(line)
-            if width > CODE_COLUMNS[box]:
-                number = _source_line(lines, line, block.line) or block.line
-                location = f"{shown_path(path)}:{number}" if number else docname
-                too_wide.append((location, width, box))
-    for location, width, box in too_wide:
-        if app.config.autograd_docs_check_code_width:
-            report(AuthorError.CODE_TOO_WIDE, location, width=width,
-                   columns=CODE_COLUMNS[box], where=box)
-        else:
-            logger.info("%s: code line %d characters wide, more than a phone's %d "
-                        "(autograd_docs_check_code_width is off)",
-                        location, width, CODE_COLUMNS[box])
+            if width <= CODE_COLUMNS[box]:
+                continue
+            number = _source_line(files[source], line, block.line) or block.line
+            location = f"{shown_path(source)}:{number}" if number else shown_path(source)
+            if app.config.autograd_docs_check_code_width:
+                report(AuthorError.CODE_TOO_WIDE, location, width=width,
+                       columns=CODE_COLUMNS[box], where=box)
+            else:
+                logger.info("%s: code line %d characters wide, more than a phone's %d "
+                            "(autograd_docs_check_code_width is off)",
+                            location, width, CODE_COLUMNS[box])
 
 
 def setup(app: Sphinx) -> dict:
