@@ -154,8 +154,10 @@ def _written_after_the_base(tag):
     """A stylesheet or script tag the 404 page writes once its <base> is set: in
     the HTML, the browser's preload scanner would fetch it, ahead of the base,
     from the missing page's folder."""
-    return lambda asset: "<script>document.write(%s)</script>" % json.dumps(
-        str(tag(asset))).replace("</", "<\\/")
+    def written(asset) -> str:
+        quoted = json.dumps(str(tag(asset))).replace("</", "<\\/")
+        return f"<script>document.write({quoted})</script>"
+    return written
 
 
 def _restore_relative_links(app, pagename, templatename, context, doctree):
