@@ -170,7 +170,7 @@ def _check_code_width(app: Sphinx, doctree: nodes.document) -> None:
         box = _code_box(block)
         if box is None:
             continue
-        source = block.source if block.source and os.path.isfile(block.source) else page
+        source = str(block.source if block.source and os.path.isfile(block.source) else page)
         if source not in files:
             files[source] = Path(source).read_text(encoding="utf8").splitlines()
         for line in block.astext().splitlines():
@@ -180,12 +180,21 @@ def _check_code_width(app: Sphinx, doctree: nodes.document) -> None:
             number = _source_line(files[source], line, block.line) or block.line
             location = f"{shown_path(source)}:{number}" if number else shown_path(source)
             if app.config.autograd_docs_check_code_width:
-                report(AuthorError.CODE_TOO_WIDE, location, width=width,
-                       columns=CODE_COLUMNS[box], where=box)
+                report(
+                    AuthorError.CODE_TOO_WIDE,
+                    location,
+                    width=width,
+                    columns=CODE_COLUMNS[box],
+                    where=box,
+                )
             else:
-                logger.info("%s: code line %d characters wide, more than a phone's %d "
-                            "(autograd_docs_check_code_width is off)",
-                            location, width, CODE_COLUMNS[box])
+                logger.info(
+                    "%s: code line %d characters wide, more than a phone's %d "
+                    "(autograd_docs_check_code_width is off)",
+                    location,
+                    width,
+                    CODE_COLUMNS[box],
+                )
 
 
 def setup(app: Sphinx) -> dict:

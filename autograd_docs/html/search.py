@@ -89,13 +89,47 @@ class Words:
 # they draw. A summary keeps its equations (a sentence without them has holes
 # where the answer was); the ranking does not read them.
 TEX_SYMBOLS = {
-    "partial": "∂", "top": "ᵀ", "sum": "Σ", "times": "×", "cdot": "·", "to": " → ",
-    "mapsto": " ↦ ", "varepsilon": "ε", "epsilon": "ε", "odot": "⊙", "nabla": "∇",
-    "infty": "∞", "sigma": "σ", "approx": " ≈ ", "pi": "π", "ne": " ≠ ", "le": " ≤ ",
-    "ge": " ≥ ", "in": " ∈ ", "eta": "η", "lambda": "λ", "theta": "θ", "alpha": "α",
-    "beta": "β", "mu": "μ", "dots": "…", "cdots": "⋯", "ldots": "…", "lVert": "‖",
-    "rVert": "‖", "langle": "⟨", "rangle": "⟩", "sqrt": "√", "quad": " ", "qquad": " ",
-    "R": "ℝ", ",": " ", ";": " ", "!": "", "{": "{", "}": "}",
+    "partial": "∂",
+    "top": "ᵀ",
+    "sum": "Σ",
+    "times": "×",
+    "cdot": "·",
+    "to": " → ",
+    "mapsto": " ↦ ",
+    "varepsilon": "ε",
+    "epsilon": "ε",
+    "odot": "⊙",
+    "nabla": "∇",
+    "infty": "∞",
+    "sigma": "σ",
+    "approx": " ≈ ",
+    "pi": "π",
+    "ne": " ≠ ",
+    "le": " ≤ ",
+    "ge": " ≥ ",
+    "in": " ∈ ",
+    "eta": "η",
+    "lambda": "λ",
+    "theta": "θ",
+    "alpha": "α",
+    "beta": "β",
+    "mu": "μ",
+    "dots": "…",
+    "cdots": "⋯",
+    "ldots": "…",
+    "lVert": "‖",
+    "rVert": "‖",
+    "langle": "⟨",
+    "rangle": "⟩",
+    "sqrt": "√",
+    "quad": " ",
+    "qquad": " ",
+    "R": "ℝ",
+    ",": " ",
+    ";": " ",
+    "!": "",
+    "{": "{",
+    "}": "}",
 }
 NAMED_FUNCTIONS = {"sin", "cos", "tanh", "log", "exp", "max", "min"}
 TEX_FRACTION = re.compile(r"\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}")
@@ -111,7 +145,8 @@ def tex_as_text(tex: str) -> str:
     # dropped; the word after a named function (\\sin x) keeps its space.
     text = text.replace("\\\\", "; ")  # a line break in an aligned display
     text = TEX_COMMAND.sub(
-        lambda m: TEX_SYMBOLS.get(m[1], m[1] + " " if m[1] in NAMED_FUNCTIONS else ""), text)
+        lambda m: TEX_SYMBOLS.get(m[1], m[1] + " " if m[1] in NAMED_FUNCTIONS else ""), text
+    )
     text = re.sub(r"\^\s*ᵀ", "ᵀ", text)
     text = text.replace("{", "").replace("}", "").replace("&", "")
     return re.sub(r"\s+", " ", text).strip()
