@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from urllib.parse import quote_plus
 
 import pytest
-from test_search_ranking import FIRST_AT_LEAST, results
+from test_search_ranking import FIRST_AT_LEAST, answering_ranks
 
 pytestmark = [pytest.mark.browser, pytest.mark.build]
 
@@ -21,12 +20,7 @@ REWORDED = json.loads(Path(__file__).with_name("search_queries_reworded.json").r
 
 @pytest.mark.xfail(reason="issue 40: 13 of 22 reworded queries rank an answering page first")
 def test_reworded_queries_find_the_answering_page_first(page, traffic, base_url):
-    ranks = {}
-    for query in REWORDED:
-        page.goto(f"search.html?q={quote_plus(query['q'])}")
-        found = results(page, base_url)
-        ranks[query["q"]] = next(
-            (rank for rank, path in enumerate(found, 1) if path in query["pages"]), None)
+    ranks = answering_ranks(page, base_url, REWORDED)
     first = sum(rank == 1 for rank in ranks.values())
     table = "\n".join(f"  {rank!s:>4}  {q}" for q, rank in ranks.items() if rank != 1)
     print(f"\nreworded: first {first}/{len(REWORDED)}; not first:\n{table}")
