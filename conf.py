@@ -5,6 +5,7 @@ Makefile does (``make html``). Paths here are relative to this file.
 """
 
 import importlib.metadata
+import json
 import logging
 import os
 from pathlib import Path
@@ -121,15 +122,56 @@ if not html_baseurl.endswith("/"):
 
 ogp_site_url = html_baseurl
 ogp_social_cards = {"enable": False}  # no generated images: one more thing to fetch
-notfound_urls_prefix = urlparse(html_baseurl).path
+# 404.html is served for a missing page at any depth, from wherever the site is
+# hosted (/, /en/latest/, a project's /name/ on GitHub Pages, a file). Its links
+# are written relative to the site's root, as the root pages' are, and its first
+# script finds that root in the address (docs/_templates/page.html) and makes it
+# the page's <base>: notfound's absolute links (html_baseurl's path) fail
+# wherever the site is served from another path.
 notfound_context = {
     "title": "Page not found",
     "body": (
         "<h1>Page not found</h1>\n<p>No page lives at this address. Try the "
-        '<a href="' + urlparse(html_baseurl).path + 'index.html">front page</a> '
-        "or the search box.</p>"
+        '<a href="index.html">front page</a> or the search box.</p>'
     ),
+    # What the site's root holds: the root is the address up to the first of these.
+    "site_root_entries": sorted(
+        [p.name for p in (ROOT / "docs").iterdir() if p.is_dir() and p.name[0] != "_"]
+        + ["_static", "_images", "_sources", "index.html", "search.html", "genindex.html"]
+    ),
+    "build_prefix": urlparse(html_baseurl).path,
 }
+NOT_FOUND_HELPERS = ("pathto", "css_tag", "js_tag", "toctree")
+
+
+def _keep_relative_links(app, pagename, templatename, context, doctree):
+    """Before notfound makes the 404 page's links absolute: keep Sphinx's own."""
+    if pagename == app.config.notfound_pagename:
+        context["_relative"] = {n: context[n] for n in NOT_FOUND_HELPERS if n in context}
+
+
+def _written_after_the_base(tag):
+    """A stylesheet or script tag the 404 page writes once its <base> is set: in
+    the HTML, the browser's preload scanner would fetch it, ahead of the base,
+    from the missing page's folder."""
+    def written(asset) -> str:
+        quoted = json.dumps(str(tag(asset))).replace("</", "<\\/")
+        return f"<script>document.write({quoted})</script>"
+    return written
+
+
+def _restore_relative_links(app, pagename, templatename, context, doctree):
+    if pagename == app.config.notfound_pagename:
+        context.update(context.pop("_relative"))
+        for name in ("css_tag", "js_tag"):
+            context[name] = _written_after_the_base(context[name])
+
+
+def setup(app):
+    app.connect("html-page-context", _keep_relative_links, priority=300)
+    app.connect("html-page-context", _restore_relative_links, priority=450)  # after notfound, before favicon_url
+
+
 html_favicon = "docs/_static/favicon.svg"  # else browsers ask the server for /favicon.ico
 
 # -- Reader features and accessibility ---------------------------------------------
@@ -138,6 +180,8 @@ html_favicon = "docs/_static/favicon.svg"  # else browsers ask the server for /f
 # what axe-core finds in extensions' HTML.
 templates_path = ["docs/_templates"]  # a notebook download beside "view source"
 html_js_files = ["site.js"]  # keyboard access to code and outputs that scroll
+# A visible code line wider than a 375 px phone shows (44 characters, 40 in an
+# admonition or a list item) fails the build (AuthorError.CODE_TOO_WIDE).
 
 # -- Links to PyTorch's reference ---------------------------------------------------
 # API names written as roles, e.g. {py:func}`torch.autograd.grad`, link to

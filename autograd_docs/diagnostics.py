@@ -108,6 +108,12 @@ class AuthorError(Enum):
         "write the command out in each equation; to number an equation and link to it, "
         "give its math directive a :label: and link to it with the eq role",
     )
+    CODE_TOO_WIDE = (
+        "visible code line {width} characters wide: a 375 px phone shows {columns} "
+        "here ({where}), so the rest is cut off",
+        "break the line (a call's arguments one per line, a shorter name, a comment "
+        "above instead of beside), or hide the cell with 'remove-cell' or 'remove-input'",
+    )
     OUTPUT_VARIES = (
         "this cell printed something different when the same source ran twice",
         "seed the randomness it uses (torch.manual_seed(0) in the page's first "

@@ -85,15 +85,86 @@ class Words:
         return stems
 
 
+# TeX as a results list shows it: the commands the pages use, as the symbols
+# they draw. A summary keeps its equations (a sentence without them has holes
+# where the answer was); the ranking does not read them.
+TEX_SYMBOLS = {
+    "partial": "∂",
+    "top": "ᵀ",
+    "sum": "Σ",
+    "times": "×",
+    "cdot": "·",
+    "to": " → ",
+    "mapsto": " ↦ ",
+    "varepsilon": "ε",
+    "epsilon": "ε",
+    "odot": "⊙",
+    "nabla": "∇",
+    "infty": "∞",
+    "sigma": "σ",
+    "approx": " ≈ ",
+    "pi": "π",
+    "ne": " ≠ ",
+    "le": " ≤ ",
+    "ge": " ≥ ",
+    "in": " ∈ ",
+    "eta": "η",
+    "lambda": "λ",
+    "theta": "θ",
+    "alpha": "α",
+    "beta": "β",
+    "mu": "μ",
+    "dots": "…",
+    "cdots": "⋯",
+    "ldots": "…",
+    "lVert": "‖",
+    "rVert": "‖",
+    "langle": "⟨",
+    "rangle": "⟩",
+    "sqrt": "√",
+    "quad": " ",
+    "qquad": " ",
+    "R": "ℝ",
+    ",": " ",
+    ";": " ",
+    "!": "",
+    "{": "{",
+    "}": "}",
+}
+NAMED_FUNCTIONS = {"sin", "cos", "tanh", "log", "exp", "max", "min"}
+TEX_FRACTION = re.compile(r"\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}")
+TEX_COMMAND = re.compile(r"\\([A-Za-z]+|[,;!{}])\s*")
+
+
+def tex_as_text(tex: str) -> str:
+    """An equation's TeX as plain text for a summary, e.g. ``v^\\top J`` as
+    ``vᵀ J`` and ``\\frac{\\partial y}{\\partial x}`` as ``∂y/∂x``."""
+    text = TEX_FRACTION.sub(r"\1/\2", tex)
+    text = re.sub(r"\\(?:begin|end)\{\w+\*?\}", " ", text)  # an environment's frame
+    # Commands with no symbol (\\mathbf, \\operatorname, \\left, \\sin) are
+    # dropped; the word after a named function (\\sin x) keeps its space.
+    text = text.replace("\\\\", "; ")  # a line break in an aligned display
+    text = TEX_COMMAND.sub(
+        lambda m: TEX_SYMBOLS.get(m[1], m[1] + " " if m[1] in NAMED_FUNCTIONS else ""), text
+    )
+    text = re.sub(r"\^\s*ᵀ", "ᵀ", text)
+    text = text.replace("{", "").replace("}", "").replace("&", "")
+    return re.sub(r"\s+", " ", text).strip()
+
+
 class _Section:
     def __init__(self, anchor: str, heading: str) -> None:
         self.anchor, self.heading = anchor, heading
         self.prose: list[str] = []
+        self.summary: list[str] = []  # the prose with its equations, as text
         self.code: list[str] = []
         self.entries: list[tuple[str, str, bool]] = []  # (text, anchor, from the glossary)
 
 
 def _walk(node: nodes.Node, section: _Section, sections: list[_Section]) -> None:
+    if isinstance(node, (nodes.math, nodes.math_block)):
+        section.summary.append(tex_as_text(node.astext()))
+        return
     if isinstance(node, SKIPPED) or (
         isinstance(node, nodes.Element) and "tag_measured" in node["classes"]
     ):
@@ -114,6 +185,7 @@ def _walk(node: nodes.Node, section: _Section, sections: list[_Section]) -> None
         return
     if isinstance(node, nodes.Text):
         section.prose.append(node.astext())
+        section.summary.append(node.astext())
         return
     for child in node.children:
         _walk(child, section, sections)
@@ -135,14 +207,16 @@ def page_sections(doctree: nodes.document) -> list[_Section]:
         if sections:
             first = sections[0]
             first.prose[:0], first.code[:0] = top.prose, top.code
+            first.summary[:0] = top.summary
             first.entries[:0] = top.entries
         else:
             sections.append(top)
     return sections
 
 
-def _summary(prose: list[str]) -> str:
-    text = re.sub(r"\s+", " ", " ".join(prose)).strip()
+def _summary(parts: list[str]) -> str:
+    text = re.sub(r"\s+", " ", " ".join(parts)).strip()
+    text = re.sub(r" ([,.;:)?!])", r"\1", text)  # "x.grad , where": one text node ends at a role
     return text if len(text) <= SUMMARY_CHARS else text[:SUMMARY_CHARS].rsplit(" ", 1)[0] + " …"
 
 
@@ -213,7 +287,7 @@ def page_facts(doctree: nodes.document, words: Words) -> dict:
                 ],
                 "prose": words(" ".join(section.prose)),
                 "code": words(" ".join(section.code)),
-                "summary": _summary(section.prose),
+                "summary": _summary(section.summary),
             }
             for section in page_sections(doctree)
         ],
@@ -255,26 +329,31 @@ class FactsCache:
         self.record.save({name: self.pages[name] for name in docnames})
 
 
-def anchor_texts(app: Sphinx, facts: dict[str, dict]) -> dict[str, list[str]]:
+def frame_headings(facts: dict[str, dict]) -> set[str]:
+    """Headings on ``FRAME_HEADING_PAGES`` pages or more ("Next steps", "Summary",
+    "Check yourself"): the site's frame, not what a page is about."""
+    pages_with: Counter = Counter()
+    for page in facts.values():
+        pages_with.update(page["headings"])
+    return {heading for heading, n in pages_with.items() if n >= FRAME_HEADING_PAGES}
+
+
+def anchor_texts(app: Sphinx, facts: dict[str, dict], frame: set[str]) -> dict[str, list[str]]:
     """docname -> the headings of other pages' sections that link to it.
 
     As web search reads link texts: the questions page asks, in readers'
     words, under each heading, and links the page that answers. The page's
-    own title is no such heading, nor are headings every page has, nor those
-    of sections with code.
+    own title is no such heading, nor are the site's ``frame`` headings, nor
+    those of sections with code.
     """
     links: dict[str, set[tuple[str, str]]] = {}
-    pages_with: Counter = Counter()
     for docname, page in facts.items():
-        pages_with.update(page["headings"])
         for reftype, reftarget, heading in page["links"]:
             target = _link_target(app, docname, reftype, reftarget)
             if target not in (None, docname):
                 links.setdefault(target, set()).add((docname, heading))
     return {
-        target: sorted(
-            heading for _source, heading in pairs if pages_with[heading] < FRAME_HEADING_PAGES
-        )
+        target: sorted(heading for _source, heading in pairs if heading not in frame)
         for target, pairs in links.items()
     }
 
@@ -289,7 +368,8 @@ def search_data(app: Sphinx) -> dict:
     docnames = sorted(app.env.found_docs - NOT_SEARCHED)
     facts = {name: cache.facts(name, words) for name in docnames}
     cache.save(docnames)
-    anchors = anchor_texts(app, facts)
+    frame = frame_headings(facts)
+    anchors = anchor_texts(app, facts, frame)
     for docname, page in facts.items():
         sections = page["sections"]
         if not sections:
@@ -319,6 +399,8 @@ def search_data(app: Sphinx) -> dict:
                         "p": _counts(section["prose"], vocabulary),
                         "c": _counts(section["code"], vocabulary),
                         "x": section["summary"],
+                        # A result lands on a frame section only if no other matches.
+                        "f": int(number > 0 and section["heading"] in frame),
                     }
                     for number, section in enumerate(sections)
                 ],

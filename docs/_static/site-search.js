@@ -21,6 +21,8 @@ var SiteSearch = (function () {
     synonym: 0.8,                  // a synonym counts a little less than the word typed
     phrase: 0.5,                   // a heading holding the query's words in a row
     hub: 0.6,                      // a page that routes to others (section indexes, the questions page)
+    defines: 2,                    // a section whose heading or index entries hold a query word
+    frame: 0.01,                   // a "Next steps" or "Summary" section, as a landing
   };
   var FIELDS = tuning.fields, B = tuning.b;
   var data = null, stemmer = null;
@@ -55,7 +57,7 @@ var SiteSearch = (function () {
                      anchor: new Map(), prose: new Map(), code: new Map() };
       page.an.forEach(function (ids) { add(fields.anchor, ids); });
       var sections = page.s.map(function (s) {
-        var section = { anchor: s.a, heading: s.h, summary: s.x, headingIds: s.ht,
+        var section = { anchor: s.a, heading: s.h, summary: s.x, headingIds: s.ht, frame: s.f,
                         entries: s.ix, prose: counts(s.p), code: counts(s.c) };
         add(fields.heading, s.ht);
         s.ix.forEach(function (entry) { add(entry[2] ? fields.glossary : fields.index, entry[0]); });
@@ -186,6 +188,19 @@ var SiteSearch = (function () {
     return (page.hub ? tuning.hub : 1) * sum * coverage * coverage *
       (1 + tuning.phrase * phraseBonus(sequences, slots, 1));
   }
+  // The section a result opens on: the best-matching one, but never a frame
+  // section ("Next steps", "Summary": links and recaps that name every term)
+  // while another matches; a section whose heading or index entries hold a
+  // query word (the one that defines it) scores double.
+  function defines(sequences, slots) {
+    return slots.some(function (slot) {
+      return slot.some(function (alt) {
+        return sequences.some(function (seq) {
+          return alt.ids.every(function (id) { return seq.indexOf(id) >= 0; });
+        });
+      });
+    });
+  }
   function bestSection(page, slots) {
     var best = null, bestScore = 0;
     page.sections.forEach(function (section) {
@@ -197,6 +212,8 @@ var SiteSearch = (function () {
       slots.forEach(function (slot) { if (slot.length) s += slotScore(slot, fields, sizes); });
       var sequences = [section.headingIds].concat(section.entries.map(function (e) { return e[0]; }));
       s *= 1 + tuning.phrase * phraseBonus(sequences, slots, 1);
+      if (defines(sequences, slots)) s *= tuning.defines;
+      if (section.frame) s *= tuning.frame;
       if (s > bestScore) { best = section; bestScore = s; }
     });
     return best;
@@ -239,9 +256,12 @@ var SiteSearch = (function () {
     Search.status.innerText = results.length
       ? "Search finished, found " + results.length + (results.length === 1 ? " page" : " pages") + " matching the search query."
       : "Your search did not match any documents. Please make sure that all words are spelled correctly.";
-    // Sphinx's highlighter marks the words on the page a result opens.
+    // The page a result opens marks the query's words (site.js), stop words
+    // left out here, where Sphinx's list of them is loaded.
     if (typeof SPHINX_HIGHLIGHT_ENABLED !== "undefined" && SPHINX_HIGHLIGHT_ENABLED)
-      localStorage.setItem("sphinx_highlight_terms", rawWords(query).join(" "));
+      localStorage.setItem("sphinx_highlight_terms", rawWords(query).filter(function (word) {
+        return !stopwords.has(word);
+      }).join(" "));
   }
 
   return {

@@ -52,6 +52,28 @@
   else start();
 })();
 
+// A table stacks on a phone (site.css): each cell is shown under its column's
+// name, copied here from the table's head. Only attributes change: nothing
+// moves on a wider screen.
+(function () {
+  function label() {
+    document.querySelectorAll("article table.docutils").forEach(function (table) {
+      var names = Array.prototype.map.call(table.querySelectorAll("thead th"), function (th) {
+        return th.textContent.trim();
+      });
+      if (!names.length) return;
+      table.querySelectorAll("tbody tr").forEach(function (row) {
+        Array.prototype.forEach.call(row.children, function (cell, k) {
+          if (names[k]) cell.setAttribute("data-label", names[k]);
+        });
+      });
+      table.classList.add("stacks");
+    });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", label);
+  else label();
+})();
+
 // A figure is drawn wider than a phone shows it: a tap opens the image itself,
 // full size, where the reader can zoom and pan.
 (function () {
@@ -68,4 +90,79 @@
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", link);
   else link();
+})();
+
+// The words of the search that opened this page, marked on it. In place of
+// Sphinx's highlighter, which marks every substring ("is" inside is_leaf, "grad"
+// inside "gradient"), stop words too, and throws on text inside an SVG <title>
+// (an icon's name), stopping halfway: this one marks whole words (a plural's
+// "s" or "es" allowed), never inside an SVG or an equation, and reads every
+// match before it changes the page.
+(function () {
+  if (typeof SphinxHighlight === "undefined") return;
+  var SKIP = "svg, mjx-container, script, style, button, select, textarea, .highlighted, .nohighlight";
+  // The words to mark: search.html stored them without its stop words
+  // (site-search.js); a ?highlight= link gives them as it likes.
+  function terms(text) {
+    return text.toLowerCase().split(/[^\p{Letter}\p{Number}_]+/u).filter(Boolean);
+  }
+  function escape(word) { return word.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"); }
+  function matcher(words) {
+    // A word character on either side means the term is part of a longer word.
+    return new RegExp("(?<![\\p{Letter}\\p{Number}_])(?:" + words.map(escape).join("|") +
+                      ")(?:e?s)?(?![\\p{Letter}\\p{Number}_])", "giu");
+  }
+  function mark(root, words) {
+    var pattern = matcher(words), found = [];
+    var walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+      acceptNode: function (node) {
+        var parent = node.parentElement;
+        return !parent || parent.closest(SKIP) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT;
+      },
+    });
+    for (var node = walker.nextNode(); node; node = walker.nextNode()) {
+      pattern.lastIndex = 0;
+      var ranges = [], match;
+      while ((match = pattern.exec(node.nodeValue))) ranges.push([match.index, match[0].length]);
+      if (ranges.length) found.push([node, ranges]);
+    }
+    // Last match first, so the offsets before it still hold.
+    found.forEach(function (entry) {
+      entry[1].reverse().forEach(function (range) {
+        var word = entry[0].splitText(range[0]);
+        word.splitText(range[1]);
+        var span = document.createElement("span");
+        span.className = "highlighted";
+        word.replaceWith(span);
+        span.appendChild(word);
+      });
+    });
+    return found.length;
+  }
+  SphinxHighlight.highlightSearchWords = function () {
+    var url = new URL(window.location);
+    var query = localStorage.getItem("sphinx_highlight_terms") || url.searchParams.get("highlight") || "";
+    localStorage.removeItem("sphinx_highlight_terms");
+    if (url.searchParams.has("highlight")) {
+      url.searchParams.delete("highlight");
+      window.history.replaceState({}, "", url);
+    }
+    var words = terms(query);
+    var body = document.querySelector("div.body, article[role=main]");
+    if (!words.length || !body) return;
+    try {
+      if (!mark(body, words)) return;
+    } catch (error) {
+      console.warn("search highlighting stopped:", error);  // the page still reads
+      return;
+    }
+    var searchBox = document.getElementById("searchbox");
+    if (searchBox) {
+      var p = searchBox.appendChild(document.createElement("p"));
+      p.className = "highlight-link";
+      var a = p.appendChild(document.createElement("a"));
+      a.href = "javascript:SphinxHighlight.hideSearchWords()";
+      a.textContent = _("Hide Search Matches");
+    }
+  };
 })();

@@ -1,5 +1,5 @@
-"""Where links to headings land, and whether code fits a phone: measured across the
-whole site, at a phone's (375 px) and a desktop's (1280 px) width.
+"""Where links to headings land, and whether figures read on a phone: measured
+across the whole site, at a phone's (375 px) and a desktop's (1280 px) width.
 
 * A link to a heading lands on it: every heading another page links to, opened as
   a deep link (``page.html#anchor``), and every link on a page to a heading of the
@@ -13,8 +13,7 @@ whole site, at a phone's (375 px) and a desktop's (1280 px) width.
   link, with furo's smooth scroll, and held to the same measure. (A smooth
   scroll takes most of a second: every link that way took 100 s per width on 2
   cores.)
-* Code a phone can read: at 375 px no code cell or output on the first pages a
-  reader opens scrolls sideways, and at most half of the site's code blocks do.
+* (Code, tables and equations on a phone: test_browser_phone_fit.py.)
 * Figures a phone can read: the smallest text of every figure (which the build
   writes into its PNG) is at least 9 CSS px at the size the page shows it.
 """
@@ -26,7 +25,7 @@ import time
 from urllib.parse import unquote, urldefrag, urlparse
 
 import pytest
-from built_site import DESKTOP, PHONE, ROOT, SITE, next_frame, site_pages, site_prefix
+from built_site import DESKTOP, PHONE, ROOT, SITE, site_pages, site_prefix
 from PIL import Image
 from playwright.sync_api import Error as PlaywrightError
 
@@ -327,49 +326,6 @@ def test_a_smooth_scroll_comes_to_rest_on_the_heading(windows, base_url, width):
     assert sum(moved.values()) > len(moved) / 2, (
         f"on only {sum(moved.values())} of {len(moved)} pages did a click scroll over "
         "several frames: is the scroll still smooth?")
-    assert not traffic.console_errors
-
-
-# The pages a newcomer reads first: the landing page and the two tutorials.
-FIRST_PAGES = ["index.html", "tutorial/why-backward-z-gives-z.html",
-               "tutorial/compute-your-first-jacobian.html"]
-
-# Every code block and output of the open page (the answers behind toggles
-# opened), as [is an output?, scrolls sideways?, its first line].
-CODE_BLOCKS = """() => {
-  document.querySelectorAll('article details').forEach(d => { d.open = true; });
-  return [...document.querySelectorAll('article div.highlight pre, article .cell_output pre')]
-    .filter(pre => pre.getClientRects().length)
-    .map(pre => [Boolean(pre.closest('.cell_output, .output')),
-                 pre.scrollWidth > pre.clientWidth + 1,
-                 pre.textContent.trim().split('\\n')[0].slice(0, 60)]);
-}"""
-
-
-def test_code_fits_a_phone(page, traffic):
-    page.set_viewport_size(PHONE)
-    blocks = {"code": [0, 0], "outputs": [0, 0]}
-    on_first_pages = []
-    for path in CONTENT:
-        page.goto(path, wait_until="load")
-        next_frame(page)
-        for is_output, scrolls, first_line in page.evaluate(CODE_BLOCKS):
-            kind = "outputs" if is_output else "code"
-            blocks[kind][0] += scrolls
-            blocks[kind][1] += 1
-            if scrolls and path in FIRST_PAGES:
-                on_first_pages.append(f"{path}: {kind[:-1] if is_output else kind} "
-                                      f"{first_line!r}")
-    shares = {kind: scrolling / max(total, 1) for kind, (scrolling, total) in blocks.items()}
-    print(", ".join(f"{kind}: {scrolling} of {total} scroll sideways at {PHONE['width']} px"
-                    for kind, (scrolling, total) in blocks.items()))
-    assert blocks["code"][1] > 100, f"only {blocks['code'][1]} code blocks: is the site built?"
-    assert not on_first_pages, (
-        f"at {PHONE['width']} px these scroll sideways on the first pages a reader opens "
-        "(shorten the lines to 44 columns):\n  " + "\n  ".join(on_first_pages))
-    too_many = {kind: f"{share:.0%}" for kind, share in shares.items() if share > 0.5}
-    assert not too_many, (f"at {PHONE['width']} px more than half of the site's blocks "
-                          f"scroll sideways: {too_many}")
     assert not traffic.console_errors
 
 

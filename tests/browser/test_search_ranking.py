@@ -45,13 +45,19 @@ def test_a_query_typed_into_the_search_box_lists_its_page_first(page, traffic, b
     assert not traffic.console_errors and not traffic.foreign_requests
 
 
-def test_readers_queries_find_the_answering_page_first(page, traffic, base_url):
+def answering_ranks(page, base_url, queries: list[dict]) -> dict[str, int | None]:
+    """query -> the rank of its first answering page (None: not listed)."""
     ranks = {}
-    for query in QUERIES:
+    for query in queries:
         page.goto(f"search.html?q={quote_plus(query['q'])}")
         found = results(page, base_url)
         ranks[query["q"]] = next(
             (rank for rank, path in enumerate(found, 1) if path in query["pages"]), None)
+    return ranks
+
+
+def test_readers_queries_find_the_answering_page_first(page, traffic, base_url):
+    ranks = answering_ranks(page, base_url, QUERIES)
     first = sum(rank == 1 for rank in ranks.values())
     survey_first = sum(ranks[query["q"]] == 1 for query in QUERIES[:SURVEY])
     top3 = sum(rank is not None and rank <= 3 for rank in ranks.values())
