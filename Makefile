@@ -36,7 +36,7 @@ test: export AUTOGRAD_DOCS_SERVER_IDLE = 0
 # The fast tier, before a commit: no build, no browser, no built site needed
 # (tests/conftest.py marks every test that builds; pytest-playwright stays off).
 check: lint ## Lint, and every test that needs no build and no browser (under a minute)
-	$(PYTHON) -m pytest -p no:playwright --ignore tests/browser -m "not build" -q
+	$(PYTHON) -m pytest -p no:playwright --ignore tests/browser -m "not build" -q -n 2
 
 lint: $(INSTALLED) ## Check the Python with ruff, the engine with ruff format and mypy, the workflows with zizmor (offline)
 	$(PYTHON) -m ruff check .
