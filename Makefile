@@ -20,7 +20,7 @@ INSTALLED       := $(VENV)/.installed
 NODE_MODULES    := node_modules/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help html test lint doctest pytest livehtml linkcheck audit bench clean mutants upgrade-check api-inventory claims
+.PHONY: help html test check lint doctest pytest livehtml linkcheck audit bench clean mutants upgrade-check api-inventory claims
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -33,6 +33,11 @@ test: lint html doctest pytest ## Everything CI checks: lint, strict build, doct
 # A one-off run leaves no warm fork server behind (autograd_docs/kernels/warm_server.py).
 test: export AUTOGRAD_DOCS_SERVER_IDLE = 0
 
+# The fast tier, before a commit: no build, no browser, no built site needed
+# (tests/conftest.py marks every test that builds; pytest-playwright stays off).
+check: lint ## Lint, and every test that needs no build and no browser (under a minute)
+	$(PYTHON) -m pytest -p no:playwright --ignore tests/browser -m "not build" -q -n 2
+
 lint: $(INSTALLED) ## Check the Python with ruff, the engine with ruff format and mypy, the workflows with zizmor (offline)
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check autograd_docs
@@ -43,8 +48,7 @@ doctest: $(INSTALLED) ## Run the {doctest} blocks on every page
 	$(SPHINXBUILD) -b doctest -d $(BUILDDIR)/doctrees-doctest docs $(BUILDDIR)/doctest
 
 # -n 2: two workers, one per core: a build waits on its kernels while the browser
-# tests run; --dist loadgroup keeps each xdist_group (the real site's second build
-# and its checks) in one worker.
+# tests run; --dist loadgroup keeps each xdist_group in one worker.
 pytest: $(INSTALLED) $(NODE_MODULES) ## Run the snippets and tests/ (tests/browser: the built site in Chromium)
 	$(PYTHON) -m pytest -n 2 --dist loadgroup
 

@@ -5,6 +5,11 @@ Under pytest-xdist (``-n 2``) every worker is a session of its own; the small
 site is still built once, by whichever worker asks first, under a file lock
 (pytest-xdist's documented pattern for session fixtures), in a workspace folder
 the controlling process makes and removes.
+
+A test that builds is marked ``build`` (pytest.ini): those using a fixture of a
+built site (``BUILT_SITE_FIXTURES``) are marked here, and a build of a copy from
+a test without the mark fails, naming the test, so ``make check`` (``-m "not
+build"``) cannot start one unawares.
 """
 
 import os
@@ -17,6 +22,7 @@ from filelock import FileLock
 
 from autograd_docs.execution.claims import read_claims_file
 
+import site_copy
 from site_copy import ROOT, build, make_copy
 
 WORKSPACE = "AUTOGRAD_DOCS_TEST_WORKSPACE"
@@ -35,6 +41,26 @@ def pytest_configure(config):
     if not hasattr(config, "workerinput") and WORKSPACE not in os.environ:
         os.environ[WORKSPACE] = tempfile.mkdtemp(prefix="autograd-site-")
         _made_here.append(os.environ[WORKSPACE])
+
+
+# The fixtures that build a copy of the site or read the real one `make html` built.
+BUILT_SITE_FIXTURES = {"built_copy", "warm_copy", "real_claims"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if BUILT_SITE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.build)
+
+
+@pytest.fixture(autouse=True)
+def _a_build_needs_the_build_mark(request, monkeypatch):
+    if request.node.get_closest_marker("build") is None:
+        def refused(*args, **kwargs):
+            raise AssertionError(f"{request.node.nodeid} builds a copy of the site: "
+                                 "mark it @pytest.mark.build (make check runs the others)")
+        monkeypatch.setattr(site_copy, "make", refused)
 
 
 def pytest_unconfigure(config):

@@ -93,6 +93,7 @@ def small_site(tmp_path):
     return make_copy(tmp_path / "site", pages_of_the_small_site())
 
 
+@pytest.mark.build
 def test_a_clean_build_logs_each_executed_page_once_and_counts_to_n(small_site):
     result = build(small_site, jobs=2)
     assert result.returncode == 0, result.log
@@ -118,6 +119,7 @@ def test_a_clean_build_logs_each_executed_page_once_and_counts_to_n(small_site):
     assert_clean_of_paths_and_noise(result.log, small_site)
 
 
+@pytest.mark.build
 def test_a_failed_build_lists_its_problems_at_the_end(tmp_path):
     broken = {
         # A cell that raises: reported by the reader that executed the page.

@@ -6,19 +6,15 @@ that differs is listed, and so is any cell whose output differs, with its page
 and line.
 
 After edits and their reverts (a failing cell, a page added and removed, a title,
-prose, a figure's code, a snippet a page imports), ``make html`` leaves the files
-a clean build writes, byte for byte: the search index, every page's sidebar, and
-nothing of a removed page, an old figure or a fixed cell's traceback.
+prose, a figure's code, a snippet a page imports, a stylesheet), ``make html``
+leaves the files a clean build writes, byte for byte: the search index, every
+page's sidebar, the equations drawn, and nothing of a removed page, an old figure
+or a fixed cell's traceback. That covers what a build keeps for the next one
+(the search facts, the drawn equations): kept wrongly, they would show here.
 
-On the real site: ``make html`` (which ``make test`` runs first) is compared with
-a second clean build of the same sources into a scratch folder, executing every
-page again through the build's own machinery (strict flags, fork server,
-kernelspec, the execution cache, empty), but the other way: in Jupyter kernels
-over the kernel protocol (autograd_docs_page_execution = "forked-kernels"), the oracle of the
-default page runner. Each cell must print the same, and every file of the site
-must be the same bytes (figures too), except what is tagged ``measured``: the
-build machine's timings, which differ from run to run on purpose (the
-reverse-mode page's plot, the execution table).
+The real site is built once, by ``make html``; that each of its pages prints the
+same when run again, in a reader's kernel, is
+``test_downloaded_notebooks.py``'s (an unseeded random draw fails there).
 """
 
 from __future__ import annotations
@@ -31,21 +27,17 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from filelock import FileLock
 from sphinx.errors import ConfigError
 
 from autograd_docs import execution
-from autograd_docs import kernels as fork_kernels
-from autograd_docs.build_log import EXECUTED, FROM_CACHE, PageLine
+from autograd_docs.build_log import FROM_CACHE
 from autograd_docs.devkit.executed import executed_cells
 from autograd_docs.html import reproducible
 
 from site_copy import (
     PAGE,
-    ROOT,
     SMALL_SITE,
     build,
-    executed_outputs,
     make_copy,
     outputs_that_differ,
     replace,
@@ -229,142 +221,3 @@ def test_the_static_files_fingerprint_follows_what_sphinx_copies(tmp_path):
         (tmp_path / changed).write_text("b {}")
         assert fingerprint() != first, changed
         first = fingerprint()
-
-
-# -- the real site -----------------------------------------------------------------
-
-BUILT = ROOT / "_build"
-# One worker (pytest -n 2 --dist loadgroup) builds the real site again, for all of these.
-real_site = pytest.mark.xdist_group("real-site-again")
-
-
-@pytest.fixture(scope="session")  # kept by its worker even if other tests run between
-def built_again(workspace) -> Path:
-    """The real site built once more, clean, as ``make html`` builds it but with
-    an empty execution cache of its own and every page executed again, in a
-    kernel: the pages' outputs, both ways."""
-    if not (BUILT / "html" / "index.html").is_file():
-        pytest.fail("needs the site `make html` builds (`make test` runs it first)",
-                    pytrace=False)
-    again, done = workspace / "real-site-again", workspace / "real-site-again.log"
-    # The workspace is shared by the xdist workers: whichever asks first builds,
-    # the other waits for it and reads the same folder.
-    with FileLock(workspace / "real-site-again.lock"):
-        if not done.exists():
-            done.write_text(built_once_more(again), encoding="utf8")
-    return again
-
-
-def built_once_more(again: Path) -> str:
-    """Build the real site into ``again``; the build's log."""
-    result = build(ROOT, "html", "-D", f"nb_execution_cache_path={again / '.jupyter_cache'}",
-                   "-D", f"{fork_kernels.CONFIG}=forked-kernels",
-                   jobs="auto", builddir=again, timeout=900)
-    log = result.log
-    assert result.returncode == 0, log
-    assert "fork server off" not in log, "the second build ran without the fork server"
-    states = {page.state for page in PageLine.parse(log)}
-    assert states == {EXECUTED}, "the second build did not execute every page again"
-    return log
-
-
-@real_site
-def test_every_page_prints_the_same_when_executed_again(built_again):
-    """Catches a page whose output depends on an unseeded random draw."""
-    first, second = BUILT / "jupyter_execute", built_again / "jupyter_execute"
-    again = {name for name in files_under(second) if name.suffix == ".ipynb"}
-    assert again and again <= files_under(first), "make html executed other pages"
-    assert any(outputs != "[]" for outputs in executed_outputs(second).values()), (
-        "the notebooks the second build wrote hold no outputs")
-    # Pages of the sources only: a long-lived _build keeps notebooks of pages since
-    # deleted or renamed.
-    pages = {f"docs/{name.with_suffix('.md')}" for name in again}
-    before = {key: value for key, value in executed_outputs(first).items() if key[0] in pages}
-    after = executed_outputs(second)
-    differences = [f"{page}:{line}: this cell printed something different when executed "
-                   "again, in a kernel: seed the randomness it uses (torch.manual_seed(0) "
-                   "in the page's first cell) or print something that does not vary; if "
-                   "two builds with autograd_docs_page_execution=forked-kernels agree, the page runner "
-                   "(autograd_docs/kernels/page_runner.py) is at fault"
-                   for page, line in sorted(set(before) | set(after))
-                   if before.get((page, line)) != after.get((page, line))]
-    assert differences == [], "\n".join(differences)
-
-
-# A block the page marks as measured: a cell tagged ``measured`` (myst-nb writes
-# the tag as the class tag_measured) or a directive given the class ``measured``.
-MEASURED = re.compile(r'<div class="(?:[^"]* )?(?:tag_)?measured(?: [^"]*)?"[^>]*>')
-DIV = re.compile(r"<div\b|</div>")
-
-
-def without_measured(html: str) -> tuple[str, set[str]]:
-    """The page with its measured blocks cut out, and the files those blocks use."""
-    kept, used, start = [], set(), 0
-    while match := MEASURED.search(html, start):
-        depth, end = 1, match.end()
-        while depth:
-            tag = DIV.search(html, end)
-            depth += 1 if tag.group() == "<div" else -1
-            end = tag.end()
-        kept.append(html[start:match.start()])
-        used |= set(re.findall(r'(?:src|href)="([^"]+)"', html[match.start():end]))
-        start = end
-    kept.append(html[start:])
-    return "".join(kept), used
-
-
-def notebook_without_measured(text: str) -> str:
-    notebook = json.loads(text)
-    for cell in notebook["cells"]:
-        if "measured" in cell.get("metadata", {}).get("tags", []):
-            cell["outputs"] = []
-    return json.dumps(notebook, sort_keys=True)
-
-
-def site_differences(first: Path, second: Path) -> list[str]:
-    """Every file of the second site that the first lacks or holds other bytes
-    in, measured blocks (and the images only they show) aside. Files only in the
-    first are left over from older builds of a long-lived _build (`make clean`)."""
-    measured_files: set[Path] = set()
-    found = []
-    second_files = files_under(second)
-    for name in sorted(second_files):
-        if name.name == ".buildinfo":  # the hash of the options, and the test's differ
-            continue
-        a, b = first / name, second / name
-        if name.suffix == ".html":
-            (mine, mine_uses), (theirs, their_uses) = (
-                without_measured(path.read_text(encoding="utf8")) if path.is_file()
-                else ("", set()) for path in (a, b))
-            measured_files |= {(b.parent / use).resolve().relative_to(second.resolve())
-                               for use in mine_uses | their_uses
-                               if not re.match(r"[a-z]+:|#", use)}
-            same = a.is_file() and mine == theirs
-        elif name.suffix == ".ipynb":
-            same = a.is_file() and notebook_without_measured(a.read_text("utf8")) == (
-                notebook_without_measured(b.read_text("utf8")))
-        else:
-            same = a.is_file() and filecmp.cmp(a, b, shallow=False)
-        if not same:
-            found.append(f"{'differs' if a.is_file() else 'missing from _build/html'}: {name}")
-    return [line for line in found if Path(line.split(": ", 1)[1]) not in measured_files]
-
-
-@real_site
-def test_the_real_site_is_the_same_bytes_when_built_again(built_again):
-    """``make html`` and a second clean build agree on every file but the measured."""
-    differences = site_differences(BUILT / "html", built_again / "html")
-    assert differences == [], "\n".join(differences)
-
-
-def test_the_real_site_comparison_sees_measured_blocks_and_their_figures():
-    """Against the comparison passing vacuously: the measured blocks it leaves out
-    exist, and leaving them out keeps the rest of the page."""
-    page = (BUILT / "html" / "explanation" / "reverse-mode-is-a-chain-of-vjps.html")
-    text = page.read_text(encoding="utf8")
-    kept, used = without_measured(text)
-    assert any(use.endswith(".png") for use in used), "the timing plot is not measured"
-    assert "jacfwd" in kept and len(kept) > len(text) / 2
-    table = BUILT / "html" / "reference" / "how-this-site-is-built.html"
-    kept, _ = without_measured(table.read_text(encoding="utf8"))
-    assert "Run Time" not in kept, "the execution table is not measured"

@@ -6,7 +6,9 @@ written into robots.txt), so the 404 page's absolute links are checked too. The
 plugin's ``page`` and ``context`` fixtures open it; ``traffic`` refuses and records
 every request to another origin and every console error: the pages must be
 complete with the network off. A failing test leaves a full-page screenshot of
-each page it had open in ``_build/browser-failures/`` (pytest.ini's options).
+each page it had open in ``_build/browser-failures/`` (``pytest_configure``
+below: pytest-playwright's options are set here, not in pytest.ini, so that only
+these tests need the plugin).
 
 Without Chromium the tests are skipped (one line, thanks to -ra); in CI
 (``CI=true``) that is a failure instead, so CI cannot pass without running them.
@@ -25,7 +27,22 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
-from built_site import DESKTOP, SITE, site_prefix
+from built_site import DESKTOP, ROOT, SITE, site_prefix
+
+# pytest-playwright's options as this folder's tests want them, unless given on the
+# command line: a failing test saves a full-page screenshot of each page it had open.
+PLAYWRIGHT_OPTIONS = {"screenshot": ("off", "only-on-failure"),
+                      "full_page_screenshot": (False, True),
+                      "output": ("test-results", str(ROOT / "_build" / "browser-failures"))}
+
+
+def pytest_configure(config):
+    if not config.pluginmanager.hasplugin("playwright"):
+        return
+    for name, (default, wanted) in PLAYWRIGHT_OPTIONS.items():
+        if getattr(config.option, name) == default:
+            setattr(config.option, name, wanted)
+
 
 # Debian's Chromium in a container: no sandbox, no GPU, nothing fetched in the background.
 CHROMIUM_ARGS = [
@@ -62,7 +79,7 @@ def browser_context_args(browser_context_args):
 
 # How many windows a test that waits on the browser (a scroll coming to rest)
 # drives at once. Measured on 2 cores when every phone-width heading link was
-# followed with the smooth scroll: 243 s in one window, 124 s in 4, 102 s in 8.
+# followed with furo's smooth scroll: 243 s in one window, 124 s in 4, 102 s in 8.
 WINDOWS = 8
 
 

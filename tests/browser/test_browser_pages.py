@@ -1,7 +1,8 @@
 """Every page of the built site, as a reader's browser shows it.
 
-Each page is opened once, in Chromium, from a loopback server with every request
-to another origin refused (conftest.py), and all its checks run on that one load:
+Each page is opened once, in Chromium at a desktop's width, from a loopback
+server with every request to another origin refused (conftest.py), and all its
+checks run on that one load:
 
 * complete and self-contained: no console error, no foreign request, every
   equation rendered (no raw TeX), every code output and figure the executed
@@ -9,8 +10,13 @@ to another origin refused (conftest.py), and all its checks run on that one load
 * accessible: no serious or critical axe-core violation in its text, in the light
   theme and (for the colour rules, all the palette changes) in the dark one; the
   header and sidebar every page shares are audited once, on the landing page;
-* fits a phone: at 375 px nothing runs past the text column's edge except inside
-  a box of its own that scrolls sideways and takes keyboard focus.
+
+A sample holding a page of each template (``TEMPLATES``) is opened again at a
+phone's width (375 px), its hidden answers opened: nothing runs past the text
+column's edge except inside a box of its own that scrolls sideways and takes
+keyboard focus; no code block or output on the first pages a reader opens
+scrolls sideways, and at most half of the sample's do. (That no visible code
+line is wider than a phone's 44 columns, on any page, the build checks.)
 """
 
 from __future__ import annotations
@@ -188,17 +194,41 @@ def phone_problems(page) -> list[str]:
     return problems
 
 
+# Every code block and output of the open page (the answers behind toggles
+# opened), as [is an output?, scrolls sideways?, its first line].
+CODE_BLOCKS = """() => {
+  document.querySelectorAll('article details').forEach(d => { d.open = true; });
+  return [...document.querySelectorAll('article div.highlight pre, article .cell_output pre')]
+    .filter(pre => pre.getClientRects().length)
+    .map(pre => [Boolean(pre.closest('.cell_output, .output')),
+                 pre.scrollWidth > pre.clientWidth + 1,
+                 pre.textContent.trim().split('\\n')[0].slice(0, 60)]);
+}"""
+
+# The pages a newcomer reads first: the landing page and the two tutorials.
+FIRST_PAGES = ["index.html", "tutorial/why-backward-z-gives-z.html",
+               "tutorial/compute-your-first-jacobian.html"]
+# A page of each kind the site has, by what lays it out: the landing page and
+# the first pages, a section's index, an explanation drawn with equations and
+# figures, a how-to, the tables of the error messages, the glossary's list,
+# furo's index, search and 404 templates.
+TEMPLATES = [*FIRST_PAGES, "tutorial/index.html",
+             "explanation/jacobians-of-vector-functions.html",
+             "how-to/check-gradients.html", "reference/error-messages.html",
+             "reference/glossary.html", "genindex.html", "search.html", "404.html"]
+
+
 def test_the_site_has_pages():
     assert PAGES, f"no pages found in {SITE}: run `make html` first (`make test` does)"
+    assert set(TEMPLATES) <= set(PAGES), f"sample pages gone: {set(TEMPLATES) - set(PAGES)}"
 
 
 @pytest.mark.parametrize("path", PAGES)
-def test_page_is_complete_accessible_and_fits_a_phone(page, traffic, path):
+def test_page_is_complete_and_accessible_in_light_and_dark(page, traffic, path):
     page.goto(path, wait_until="load")
     inject_axe(page)
     problems = completeness_problems(page, path)
     problems += accessibility_problems(page, "article")
-    problems += phone_problems(page)
     problems += [f"request to another origin (the page must work offline): {url}"
                  for url in traffic.foreign_requests]
     problems += [f"console error: {error}" for error in traffic.console_errors]
@@ -215,5 +245,29 @@ def test_the_header_and_sidebar_every_page_shares_are_accessible(page, traffic):
     next_frame(page)
     problems += [f"at {PHONE['width']} px: {problem}"
                  for problem in accessibility_problems(page, "html")]
+    problems += [f"console error: {error}" for error in traffic.console_errors]
+    assert not problems, "\n  ".join(problems)
+
+
+def test_a_page_of_each_template_fits_a_phone(page, traffic):
+    page.set_viewport_size(PHONE)
+    problems, blocks = [], {"code": [0, 0], "outputs": [0, 0]}
+    for path in TEMPLATES:
+        page.goto(path, wait_until="load")
+        inject_axe(page)
+        code_blocks = page.evaluate(CODE_BLOCKS)  # opens the hidden answers first
+        problems += [f"{path}: {problem}" for problem in phone_problems(page)]
+        for is_output, scrolls, first_line in code_blocks:
+            kind = "outputs" if is_output else "code"
+            blocks[kind][0] += scrolls
+            blocks[kind][1] += 1
+            if scrolls and path in FIRST_PAGES:
+                problems.append(f"{path}: this {kind.removesuffix('s')} scrolls sideways "
+                                f"(shorten its lines to 44 columns): {first_line!r}")
+    print(", ".join(f"{kind}: {scrolling} of {total} scroll sideways at {PHONE['width']} px"
+                    for kind, (scrolling, total) in blocks.items()))
+    assert blocks["code"][1] > 20, f"only {blocks['code'][1]} code blocks: is the site built?"
+    problems += [f"more than half of the sample's {kind} scroll sideways: {scrolling} of {total}"
+                 for kind, (scrolling, total) in blocks.items() if scrolling > total / 2]
     problems += [f"console error: {error}" for error in traffic.console_errors]
     assert not problems, "\n  ".join(problems)
