@@ -74,10 +74,8 @@ nb_execution_show_tb = False  # autograd_docs reports a failing cell in one line
 # cell's prints as it runs it (autograd_docs/execution/cache_key.py's
 # NBCLIENT_OPTIONS); myst-nb's own merge garbled prints that arrived in two parts.
 nb_merge_streams = False
-# How each page's code runs (autograd_docs/kernels/ways.py): in a process forked
-# from a server that imported torch once. "forked-kernels" gives each a forked
-# Jupyter kernel instead; "plain-kernels" starts each kernel from cold.
-autograd_docs_page_execution = "forked-pages"
+# Each page's code runs in a process forked from a server that imported torch
+# once (autograd_docs/kernels/__init__.py).
 
 # -- Options for doctest -----------------------------------------------------------
 

@@ -29,10 +29,10 @@ import nbformat
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 
+from autograd_docs.devkit import stock_kernel
 from autograd_docs.devkit.executed import merged_streams
 from autograd_docs.html import plain_markdown as plain
 from autograd_docs.html.notebooks import PROVENANCE, Provenance, reader_notebook, reader_script
-from autograd_docs.kernels import ways
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "_build" / "html"
@@ -118,9 +118,9 @@ def test_a_downloaded_notebook_runs_alone_and_prints_what_the_page_shows(
     page = nbformat.read(folder / download.name, as_version=4)
     ran = nbformat.read(folder / download.name, as_version=4)
     # A kernel of its own (the python3 kernelspec, without the build's preloads),
-    # reached as the build reaches one: its sockets are not in the reader's folder.
-    ran = ways.run_in_kernel(nbclient.execute, ran, str(folder), timeout=120,
-                             kernel_name="python3")
+    # its sockets not in the reader's folder.
+    ran = stock_kernel.run_in_kernel(nbclient.execute, ran, str(folder), timeout=120,
+                                     kernel_name="python3")
 
     assert sorted(p.stem for p in folder.glob("*.py")) == sorted(written_snippets(page))
     differ = [

@@ -12,10 +12,9 @@ nothing of a removed page, an old figure or a fixed cell's traceback.
 
 On the real site: ``make html`` (which ``make test`` runs first) is compared with
 a second clean build of the same sources into a scratch folder, executing every
-page again through the build's own machinery (strict flags, fork server,
-kernelspec, the execution cache, empty), but the other way: in Jupyter kernels
-over the kernel protocol (autograd_docs_page_execution = "forked-kernels"), the oracle of the
-default page runner. Each cell must print the same, and every file of the site
+page again through the build's own machinery (strict flags, fork server, the
+execution cache, empty). That a page runner prints what a stock kernel prints is
+tests/test_downloaded_notebooks.py's to hold. Each cell must print the same, and every file of the site
 must be the same bytes (figures too), except what is tagged ``measured``: the
 build machine's timings, which differ from run to run on purpose (the
 reverse-mode page's plot, the execution table).
@@ -35,7 +34,6 @@ from filelock import FileLock
 from sphinx.errors import ConfigError
 
 from autograd_docs import execution
-from autograd_docs import kernels as fork_kernels
 from autograd_docs.build_log import EXECUTED, FROM_CACHE, PageLine
 from autograd_docs.devkit.executed import executed_cells
 from autograd_docs.html import reproducible
@@ -241,8 +239,7 @@ real_site = pytest.mark.xdist_group("real-site-again")
 @pytest.fixture(scope="session")  # kept by its worker even if other tests run between
 def built_again(workspace) -> Path:
     """The real site built once more, clean, as ``make html`` builds it but with
-    an empty execution cache of its own and every page executed again, in a
-    kernel: the pages' outputs, both ways."""
+    an empty execution cache of its own and every page executed again."""
     if not (BUILT / "html" / "index.html").is_file():
         pytest.fail("needs the site `make html` builds (`make test` runs it first)",
                     pytrace=False)
@@ -258,7 +255,6 @@ def built_again(workspace) -> Path:
 def built_once_more(again: Path) -> str:
     """Build the real site into ``again``; the build's log."""
     result = build(ROOT, "html", "-D", f"nb_execution_cache_path={again / '.jupyter_cache'}",
-                   "-D", f"{fork_kernels.CONFIG}=forked-kernels",
                    jobs="auto", builddir=again, timeout=900)
     log = result.log
     assert result.returncode == 0, log
@@ -282,10 +278,8 @@ def test_every_page_prints_the_same_when_executed_again(built_again):
     before = {key: value for key, value in executed_outputs(first).items() if key[0] in pages}
     after = executed_outputs(second)
     differences = [f"{page}:{line}: this cell printed something different when executed "
-                   "again, in a kernel: seed the randomness it uses (torch.manual_seed(0) "
-                   "in the page's first cell) or print something that does not vary; if "
-                   "two builds with autograd_docs_page_execution=forked-kernels agree, the page runner "
-                   "(autograd_docs/kernels/page_runner.py) is at fault"
+                   "again: seed the randomness it uses (torch.manual_seed(0) in the "
+                   "page's first cell) or print something that does not vary"
                    for page, line in sorted(set(before) | set(after))
                    if before.get((page, line)) != after.get((page, line))]
     assert differences == [], "\n".join(differences)
