@@ -20,7 +20,5 @@ from autograd_docs.kernels.environment import kernel_environment
 
 autograd_docs._compat.wrap_executenb = lambda wrapper: None
 autograd_docs.kernels.PageRunner.start = lambda self: None
-snippets = str(Path("snippets").resolve())
-os.environ.update(kernel_environment(Path.cwd()))
-os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [snippets, os.environ.get("PYTHONPATH")]))
+os.environ.update(kernel_environment(Path.cwd(), Path("snippets").resolve()))
 sys.exit(main(sys.argv[1:]))

@@ -20,7 +20,6 @@ import sys
 import tempfile
 import textwrap
 import time
-import types
 from pathlib import Path
 
 import nbclient
@@ -29,7 +28,7 @@ import pytest
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 from sphinx.errors import ConfigError
 
-from autograd_docs import kernels as fork_kernels
+from autograd_docs import settings
 from autograd_docs.devkit import stock_kernel
 from autograd_docs.kernels import (
     fork_server,
@@ -490,7 +489,7 @@ def test_a_parallel_build_shares_one_server_and_leaves_nothing_behind(tmp_path, 
     assert wait_until_dead(server_pid), "the server is gone when the build ends"
 
 
-WARM = {fork_kernels.IDLE_SWITCH: "120"}
+WARM = {settings.IDLE_SWITCH: "120"}
 
 
 def forked_by(pages: list[str]) -> int:
@@ -521,7 +520,7 @@ def test_the_next_build_forks_its_pages_from_the_warm_server(tmp_path):
 @pytest.mark.build
 def test_a_warm_server_exits_once_idle_for_its_idle_time(tmp_path):
     # Long enough that both pages are forked from it on a loaded machine.
-    _, pages = build_site(tmp_path, **{fork_kernels.IDLE_SWITCH: "15"})
+    _, pages = build_site(tmp_path, **{settings.IDLE_SWITCH: "15"})
     assert wait_until_dead(forked_by(pages), timeout=60)
     folder = warm_server.folder_of(tmp_path / "src")
     assert not folder.exists() and not Path(start_lock.path(str(folder))).exists()
@@ -559,10 +558,9 @@ def test_a_warm_folder_open_to_others_is_never_used(tmp_path):
 
 @pytest.mark.parametrize("idle", ["inf", "-1", "soon", "86401"])
 def test_an_idle_time_that_is_no_number_of_seconds_is_refused_clearly(monkeypatch, idle):
-    monkeypatch.setenv(fork_kernels.IDLE_SWITCH, idle)
-    app = types.SimpleNamespace(config=types.SimpleNamespace(_overrides={}, _raw_config={}))
-    with pytest.raises(ConfigError, match=f"{fork_kernels.IDLE_SWITCH} = '{idle}'.* from 0"):
-        fork_kernels._idle_seconds(app)
+    monkeypatch.setenv(settings.IDLE_SWITCH, idle)
+    with pytest.raises(ConfigError, match=f"{settings.IDLE_SWITCH} = '{idle}'.* from 0"):
+        settings.server_idle(settings.IDLE_DEFAULT)
 
 
 def test_a_message_read_late_is_filed_under_the_cell_whose_request_it_answers():

@@ -16,9 +16,9 @@ build, as ``make test`` does), or at ``make clean``.
 
 jupyter-cache's ``executenb``, the one call through which myst-nb executes a
 page, is wrapped here to call ``PageRunner.execute`` (``_compat/jupyter.py``
-says what retires that wrapper). The runner is started while Sphinx is still
-loading when pages are likely to be read (so the server's imports overlap the
-other extensions'), or else before pages are read, and closed when the build
+says what retires that wrapper). The runner is started once the configuration
+is read when pages are likely to be read (so the server's imports overlap
+Sphinx loading the saved environment), or else before pages are read, and closed when the build
 finishes, or at interpreter exit if the build fails. Parallel readers (``-j``)
 are forked after it starts and share it.
 """
@@ -33,22 +33,16 @@ from pathlib import Path
 
 from nbformat import NotebookNode
 from sphinx.application import Sphinx
-from sphinx.errors import ConfigError
+from sphinx.config import Config
 from sphinx.util import logging
 
-from autograd_docs import _compat
-from autograd_docs._compat import config_value_at_setup
+from autograd_docs import _compat, settings
 from autograd_docs.execution import cache_key
 from autograd_docs.kernels import fork_server, warm_server, wire
 from autograd_docs.kernels.environment import kernel_environment
 from autograd_docs.kernels.page_client import execute_page
 
 logger = logging.getLogger(__name__)
-
-# How long the fork server waits for the next build (warm_server.py), in seconds.
-IDLE = "autograd_docs_server_idle"
-IDLE_DEFAULT = 600.0
-IDLE_SWITCH = "AUTOGRAD_DOCS_SERVER_IDLE"  # overrides it for one build; 0: no warm server
 
 
 @dataclass(frozen=True)
@@ -116,30 +110,12 @@ _active: PageRunner | None = None
 def _activate(app: Sphinx) -> PageRunner:
     global _active
     if _active is None:
-        idle = _idle_seconds(app)
-        snippets = config_value_at_setup(app.config, "autograd_docs_snippets_dir")
-        keep = Keep(Path(app.confdir), idle, Path(snippets) if snippets else None)
-        _active = PageRunner(kernel_environment(Path(app.confdir)), keep)
+        configured = settings.of(app)
+        keep = Keep(Path(app.confdir), configured.server_idle, configured.snippets)
+        environment = kernel_environment(Path(app.confdir), configured.snippets)
+        _active = PageRunner(environment, keep)
         atexit.register(_close)
     return _active
-
-
-def _idle_seconds(app: Sphinx) -> float:
-    """How long the fork server waits for the next build: the environment's
-    override, else conf.py's (or ``-D``) value; a clear error if it is no number
-    of seconds from 0 to a day."""
-    raw = os.environ.get(IDLE_SWITCH) or config_value_at_setup(app.config, IDLE, IDLE_DEFAULT)
-    try:
-        idle = float(raw)
-    except (TypeError, ValueError):
-        idle = -1.0
-    if not 0 <= idle <= 86400:
-        where = IDLE_SWITCH if os.environ.get(IDLE_SWITCH) else f"conf.py: {IDLE}"
-        raise ConfigError(
-            f"{where} = {raw!r}: give the seconds the fork server waits "
-            "for the next build, from 0 (it ends with the build) to 86400"
-        )
-    return idle
 
 
 def _sources_changed(app: Sphinx) -> bool:
@@ -149,21 +125,20 @@ def _sources_changed(app: Sphinx) -> bool:
     if not saved.exists():
         return True
     since = saved.stat().st_mtime
-    snippets = config_value_at_setup(app.config, "autograd_docs_snippets_dir")
     candidates = [Path(app.confdir) / "conf.py", *Path(app.srcdir).rglob("*.md")]
-    if snippets:
-        candidates += Path(snippets).glob("*.py")
+    candidates += settings.of(app).snippets.glob("*.py")
     return any(path.stat().st_mtime > since for path in candidates)
 
 
-def _start_early(app: Sphinx) -> None:
-    """Start the runner while Sphinx is still loading, if pages will be read.
+def _start_early(app: Sphinx, config: Config) -> None:
+    """Start the runner as soon as the configuration is read, if pages will be
+    read: the server imports while Sphinx loads the saved environment and the
+    builder.
 
     If the guess says nothing changed, it waits until Sphinx knows it has pages
     to read (``_start_before_reading``): a no-change rebuild never starts a server.
     """
-    executes = config_value_at_setup(app.config, "nb_execution_mode", "auto") != "off"
-    if executes and _sources_changed(app):
+    if config.nb_execution_mode != "off" and _sources_changed(app):
         _activate(app).start()
 
 
@@ -202,8 +177,8 @@ def setup(app: Sphinx) -> dict:
     # Builds in one process run one after another: what an earlier one left
     # active (it failed before build-finished) is not this build's.
     _close()
-    app.add_config_value(IDLE, IDLE_DEFAULT, "", (int, float))
-    _start_early(app)
+    app.setup_extension("autograd_docs.settings")
+    app.connect("config-inited", _start_early, priority=900)  # after every part's checks
     # env-before-read-docs: before parallel readers fork, and only when pages are read.
     app.connect("env-before-read-docs", _start_before_reading)
     app.connect("build-finished", _close)
