@@ -14,12 +14,6 @@ from urllib.parse import urlparse
 ROOT = Path(__file__).parent.resolve()
 SNIPPETS = ROOT / "snippets"
 
-# Pages import the oracle helpers and examples from snippets/; their kernels
-# inherit this environment from the build.
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    filter(None, [str(SNIPPETS), os.environ.get("PYTHONPATH")])
-)
-
 # The theme's pygments styles call logging.basicConfig(level=INFO) on import,
 # which would print every library's INFO lines into the build log. Configuring
 # the root logger first makes that call a no-op; warnings still show.
@@ -47,6 +41,7 @@ extensions = [
     "notfound.extension",  # 404.html whose links work from any missing URL
 ]
 exclude_patterns = ["**/.ipynb_checkpoints"]
+# The modules pages import (the oracle's checks, examples): on every page's path.
 autograd_docs_snippets_dir = str(SNIPPETS)
 
 # -- Options for MyST --------------------------------------------------------------
@@ -75,10 +70,8 @@ nb_execution_show_tb = False  # autograd_docs reports a failing cell in one line
 # cell's prints as it runs it (autograd_docs/execution/cache_key.py's
 # NBCLIENT_OPTIONS); myst-nb's own merge garbled prints that arrived in two parts.
 nb_merge_streams = False
-# How each page's code runs (autograd_docs/kernels/ways.py): in a process forked
-# from a server that imported torch once. "forked-kernels" gives each a forked
-# Jupyter kernel instead; "plain-kernels" starts each kernel from cold.
-autograd_docs_page_execution = "forked-pages"
+# Each page's cells run in autograd_docs/kernels/page_runner.py, in a process
+# forked from a server that imported torch once (kernels/__init__.py starts it).
 
 # -- Options for doctest -----------------------------------------------------------
 

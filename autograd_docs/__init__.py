@@ -19,7 +19,8 @@ if TYPE_CHECKING:  # pages' kernels import autograd_docs.claim_record: keep it l
 # devkit/warm_autobuild.py). First: on a clean build, the fork server's imports
 # overlap loading the rest.
 PARTS = (
-    "autograd_docs.kernels",  # the kernelspec; the fork server
+    "autograd_docs.settings",  # conf.py's values for the engine, checked
+    "autograd_docs.kernels",  # the page runner; the fork server
     "autograd_docs.build_log",  # a line per page, problems at the end
     "myst_nb",  # the parts below hook into it
     "autograd_docs.execution",  # cache keys, cell checks

@@ -21,12 +21,15 @@ if TYPE_CHECKING:
     from autograd_docs.html.repository import Repository
     from autograd_docs.html.svg_math import Drawing
     from autograd_docs.kept_record import KeptRecord
+    from autograd_docs.settings import Settings
 
 ATTRIBUTE = "autograd_docs_state"  # the one attribute the engine sets on the application
 
 
 @dataclass
 class BuildState:
+    # settings.py: the engine's configuration, read and checked at config-inited.
+    settings: Settings | None = None
     # html/repository.py: the repository the site is built from, when known.
     repository: Repository | None = None
     # html/page_origin.py: docname -> the date (YYYY-MM-DD) its source last changed.

@@ -10,10 +10,8 @@ floor_warm    torch imported once, then every page's code exec'd in that warm pr
               (a fresh globals dict per page), page-code total / cores, plus render-only
 render-only   a clean build with execution off (nb_execution_mode=off)
 clean         a clean `make html`: every page executed (fork server)
-clean, protocol  the same with AUTOGRAD_DOCS_KERNEL_PROTOCOL=1: each page in a forked
-              Jupyter kernel over the kernel protocol (the path before the page
-              runner, which runs the cells with IPython's shell in the forked child)
-clean, plain  the same with AUTOGRAD_DOCS_FORK_SERVER=0: one cold kernel per page
+clean, stock  the same as the ecosystem runs pages (bench/stock_kernels.py): myst-nb's
+              own execution, a stock ipykernel started cold per page
 no-change     `make html` again with nothing changed
 edit page     after editing a code cell of one page (and how many pages executed)
 edit snippet  after editing one snippet (and how many pages executed, against how
@@ -43,7 +41,7 @@ from autograd_docs.devkit import livehtml
 from autograd_docs.devkit.builds import make
 from autograd_docs.devkit.executed import executed_pages
 from autograd_docs.devkit.scratch_copy import copy_repo, finish
-from autograd_docs.kernels import PROTOCOL_SWITCH, warm_server
+from autograd_docs.kernels import warm_server
 
 from edits import (
     add_print_to_first_visible_cell,
@@ -61,22 +59,21 @@ EXECUTION_SECONDS: dict[str, list[float]] = {}
 
 # -- builds ------------------------------------------------------------------------------
 
-def build(repo: Path, *, fork: bool = True, render_only: bool = False,
-          strict: bool = True, record: bool = False,
-          protocol: bool = False) -> tuple[float, int]:
+def build(repo: Path, *, stock: bool = False, render_only: bool = False,
+          strict: bool = True, record: bool = False) -> tuple[float, int]:
     """Run `make html`; return (seconds, pages executed).
 
-    ``protocol``: the old execution path (each page in a forked Jupyter kernel
-    over the kernel protocol), else the build's default.
+    ``stock``: each page in a stock ipykernel, as myst-nb runs pages
+    (bench/stock_kernels.py), else the build's page runner.
     """
     variables = []
     if not strict:  # a synthetic site: its copies link to pages it does not have
         variables.append("STRICT=--keep-going")
     if render_only:
         variables += ["O=-D nb_execution_mode=off", "BUILDDIR=_build_render"]
-    env = {"AUTOGRAD_DOCS_FORK_SERVER": "1" if fork else "0",
-           PROTOCOL_SWITCH: "1" if protocol else None}
-    result = make(repo, "html", *variables, env=env)
+    if stock:
+        variables.append("SPHINXBUILD=$(PYTHON) bench/stock_kernels.py -c . $(SPHINXOPTS) $(O)")
+    result = make(repo, "html", *variables)
     if result.returncode:
         sys.exit(f"build failed in {repo}:\n{result.log[-6000:]}")
     log = result.log
@@ -84,7 +81,7 @@ def build(repo: Path, *, fork: bool = True, render_only: bool = False,
     if any(page.state == FAILED for page in pages):
         sys.exit(f"a page failed to execute in {repo}:\n{log[-3000:]}")
     if record:
-        kind = "plain" if not fork else "protocol" if protocol else "fork"
+        kind = "stock" if stock else "fork"
         EXECUTION_SECONDS.setdefault(kind, []).extend(
             page.seconds for page in pages if page.state == EXECUTED)
     return result.seconds, result.executed
@@ -206,7 +203,7 @@ def main() -> None:
     parser.add_argument("--scaling", default="10,50,200",
                         help="copies for the synthetic site ('' to skip)")
     parser.add_argument("--scaling-plain", default="10",
-                        help="synthetic sizes also built with plain kernels ('' to skip)")
+                        help="synthetic sizes also built with stock kernels ('' to skip)")
     parser.add_argument("--model", default="tutorial/why-backward-z-gives-z.md",
                         help="the page the synthetic site copies")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
@@ -237,9 +234,7 @@ def main() -> None:
             clean(repo, "_build_render")
             note("render-only", build(repo, render_only=True)[0])
             clean(repo)
-            note("clean, plain kernels", build(repo, fork=False, record=True))
-            clean(repo)
-            note("clean, kernel protocol", build(repo, protocol=True, record=True))
+            note("clean, stock kernels", build(repo, stock=True, record=True))
             clean(repo)
             note("clean", build(repo, record=True))
             note("no-change", build(repo))
@@ -271,7 +266,7 @@ def main() -> None:
                 for _ in range(args.reps):
                     clean(site)
                     runs.setdefault(f"scale {copies} plain", []).append(
-                        build(site, strict=False, fork=False)[0])
+                        build(site, strict=False, stock=True)[0])
                     runs.setdefault(f"scale {copies} proc", []).append(
                         floor_proc_total(site, site_scripts))
                     runs.setdefault(f"scale {copies} warm", []).append(
@@ -284,7 +279,7 @@ def main() -> None:
                 scaling_plain[copies] = {
                     "plain": plain, "render": render,
                     "floor_proc": proc / CORES + render, "floor_warm": warm / CORES + render}
-                print(f"  clean, plain kernels: {plain:.2f} s", flush=True)
+                print(f"  clean, stock kernels: {plain:.2f} s", flush=True)
 
         report(runs, len(pages), edited_page.relative_to(repo / "docs"), snippet.name,
                snippet_users, scaling, scaling_plain, EXECUTION_SECONDS)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 from statistics import median
 
-from autograd_docs.kernels import PROTOCOL_SWITCH
-
 CORES = os.cpu_count() or 1
 
 
@@ -30,11 +28,9 @@ def report(runs, n_pages, page, snippet, snippet_users, scaling, scaling_plain,
         ("floor_warm", floor_warm,
          f"{t['page code, warm process']:.2f} s of page code / {CORES} cores + render-only"),
         ("render-only build", render, "execution off"),
-        ("clean, plain kernels", t["clean, plain kernels"],
-         f"before: a cold kernel per page; {count('clean, plain kernels')} executed"),
-        ("clean, kernel protocol", t["clean, kernel protocol"],
-         f"{PROTOCOL_SWITCH}=1: forked kernels over the kernel protocol; "
-         f"{count('clean, kernel protocol')} executed"),
+        ("clean, stock kernels", t["clean, stock kernels"],
+         f"myst-nb's own execution, a stock ipykernel per page; "
+         f"{count('clean, stock kernels')} executed"),
         ("clean `make html`", t["clean"], f"{count('clean')} of {n_pages} pages executed"),
         ("no-change rebuild", t["no-change"], f"{count('no-change')} executed"),
         ("edit one page", t["edit page"], f"{count('edit page')} executed ({page}; expect 1)"),
@@ -54,13 +50,11 @@ def report(runs, n_pages, page, snippet, snippet_users, scaling, scaling_plain,
     for name, value, target in [
         ("clean / floor_proc", t["clean"] / floor_proc, "<= 1.0"),
         ("clean / floor_warm", t["clean"] / floor_warm, "<= 1.3"),
-        ("clean, kernel protocol / clean", t["clean, kernel protocol"] / t["clean"],
-         "speed-up of the page runner"),
         ("no-change / render-only", t["no-change"] / render, "<= 0.3"),
         ("edit one page - no-change, s", t["edit page"] - t["no-change"],
          f"<= 0.5, with exactly 1 executed ({count('edit page')})"),
-        ("clean, plain kernels / clean", t["clean, plain kernels"] / t["clean"],
-         "speed-up of the fork server"),
+        ("clean, stock kernels / clean", t["clean, stock kernels"] / t["clean"],
+         "speed-up of the page runner over myst-nb's own execution"),
         (f"property checks / {CORES} cores / clean", t["property checks"] / CORES / t["clean"],
          "<= 0.10"),
     ]:
@@ -72,9 +66,8 @@ def report(runs, n_pages, page, snippet, snippet_users, scaling, scaling_plain,
           "to shutdown, median):\n")
     print("| kernel | s per page | minus the page's code in a warm process |")
     print("| --- | ---: | ---: |")
-    for kind, label in (("plain", "cold kernel per page (before)"),
-                        ("protocol", "forked kernel over the kernel protocol"),
-                        ("fork", "forked from the server (after)")):
+    for kind, label in (("stock", "a stock ipykernel per page, cold (myst-nb's own)"),
+                        ("fork", "the page runner, forked from the server")):
         if execution_seconds.get(kind):
             per_page = median(execution_seconds[kind])
             print(f"| {label} | {per_page:.2f} | {per_page - warm_page:.2f} |")
@@ -83,7 +76,7 @@ def report(runs, n_pages, page, snippet, snippet_users, scaling, scaling_plain,
         slope = ((scaling[counts[-1]] - scaling[counts[0]]) / (counts[-1] - counts[0])
                  if len(counts) > 1 else float("nan"))
         print("\n| synthetic pages | clean build, s | s per page | s per page x cores "
-              "| plain kernels, s |")
+              "| stock kernels, s |")
         print("| ---: | ---: | ---: | ---: | ---: |")
         for copies in counts:
             plain = f"{scaling_plain[copies]['plain']:.2f}" if copies in scaling_plain else ""
@@ -96,8 +89,8 @@ def report(runs, n_pages, page, snippet, snippet_users, scaling, scaling_plain,
             print("| ratio | value | target |\n| --- | ---: | --- |")
             print(f"| clean / floor_proc | {clean_s / floors['floor_proc']:.2f} | <= 1.0 |")
             print(f"| clean / floor_warm | {clean_s / floors['floor_warm']:.2f} | <= 1.5 |")
-            print(f"| clean, plain kernels / clean | {floors['plain'] / clean_s:.2f} | "
-                  "speed-up of the fork server |")
+            print(f"| clean, stock kernels / clean | {floors['plain'] / clean_s:.2f} | "
+                  "speed-up of the page runner |")
         print(f"\nmarginal cost: {slope:.2f} s per added page "
               f"({slope * CORES:.2f} s of a core), "
               f"fixed cost: {scaling[counts[0]] - slope * counts[0]:.2f} s")

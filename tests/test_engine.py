@@ -45,3 +45,24 @@ def test_an_api_role_must_name_what_the_installed_torch_has(role, name, says):
     from autograd_docs import api_roles
 
     assert api_roles.problem(role, name) == says
+
+
+def test_the_engines_settings_are_read_once_and_a_missing_snippets_folder_is_named(
+        tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from sphinx.errors import ConfigError
+
+    from autograd_docs import settings
+
+    monkeypatch.delenv(settings.IDLE_SWITCH, raising=False)
+    app = SimpleNamespace(confdir=str(tmp_path))
+    configured = {settings.SNIPPETS: "snippets", settings.IDLE: 30}
+    with pytest.raises(ConfigError, match=r"autograd_docs_snippets_dir = 'snippets' is no folder"):
+        settings._read(app, configured)
+    (tmp_path / "snippets").mkdir()
+    settings._read(app, configured)
+    assert settings.of(app) == settings.Settings(tmp_path / "snippets", 30.0)
+    monkeypatch.setenv(settings.IDLE_SWITCH, "0")  # the environment wins, for one build
+    settings._read(app, configured)
+    assert settings.of(app).server_idle == 0.0

@@ -1,15 +1,14 @@
-"""The fork server's children: isolated from each other, and under the build's control.
+"""The page runner's processes: isolated from each other, and under the build's control.
 
-Each page runs in a process forked from one warm server (autograd_docs/kernels/server.py):
-by default a page runner (``page_runner.py``, no kernel protocol), with
-``autograd_docs_page_execution = "forked-kernels"`` a Jupyter kernel. These tests drive both the way
-the build does (nbclient, through ``page_client`` or jupyter_client), and check
-that nothing a page does reaches the next page, that the runner's outputs and
-errors are a kernel's, that interrupts and shutdowns reach the kernel, and that
-nothing outlives the server. They assert behaviour, never times.
+Each page runs in ``page_runner.py``, in a process forked from one warm server
+(autograd_docs/kernels/server.py), or started cold (``cold.py``) where no server
+answers. These tests drive it the way the build does (nbclient, through
+``page_client``), and check that nothing a page does reaches the next page, that
+the runner's outputs and errors are a stock kernel's, that a cold page prints
+what a forked one prints, and that nothing outlives the server. They assert
+behaviour, never times.
 """
 
-import ast
 import json
 import os
 import re
@@ -21,27 +20,24 @@ import sys
 import tempfile
 import textwrap
 import time
-import types
 from pathlib import Path
 
 import nbclient
 import nbformat
 import pytest
-from jupyter_client.manager import KernelManager
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 from sphinx.errors import ConfigError
 
-from autograd_docs import kernels as fork_kernels
+from autograd_docs import settings
+from autograd_docs.devkit import stock_kernel
 from autograd_docs.kernels import (
     fork_server,
     page_client,
     page_runner,
     start_lock,
     warm_server,
-    ways,
 )
 from autograd_docs.kernels.environment import kernel_environment
-from autograd_docs.kernels.ways import kernel_manager_config, launcher_argv
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,99 +50,12 @@ pytestmark = pytest.mark.skipif(
 BUILD_ENVIRONMENT = kernel_environment(ROOT)
 
 
-def install_kernelspec(folder: Path, argv: list[str], monkeypatch) -> None:
-    """A ``python3`` kernelspec in ``folder`` as the build writes it (with the
-    build's environment), found first through JUPYTER_PATH."""
-    spec_dir = folder / "kernels" / "python3"
-    spec_dir.mkdir(parents=True)
-    (spec_dir / "kernel.json").write_text(json.dumps(
-        {"argv": argv, "display_name": "Python 3", "language": "python",
-         "env": BUILD_ENVIRONMENT}))
-    monkeypatch.setenv("JUPYTER_PATH", str(folder))
-
-
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """One fork server, as the build starts it, and the kernelspec pointing at it."""
+def server():
+    """One fork server, as the build starts it."""
     server = fork_server.ForkServer(BUILD_ENVIRONMENT)
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        install_kernelspec(tmp_path_factory.mktemp("jupyter"),
-                           launcher_argv(server.socket_path), monkeypatch)
-        yield server
+    yield server
     server.stop()
-
-
-class Kernel:
-    """One page's kernel, as the build starts it."""
-
-    def __init__(self, cwd: Path):
-        self.sockets = tempfile.TemporaryDirectory(prefix="page-kernel-")
-        self.manager = KernelManager(kernel_name="python3",
-                                     config=kernel_manager_config(self.sockets.name))
-        self.manager.start_kernel(cwd=str(cwd))
-        self.client = self.manager.client()
-        self.client.start_channels()
-        self.client.wait_for_ready(timeout=120)
-
-    def run(self, code: str, timeout: float = 60) -> dict:
-        """Execute code; return {'stdout': ..., 'error': ename or None}."""
-        out, error = [], None
-
-        def hook(msg):
-            nonlocal error
-            if msg["msg_type"] == "stream":
-                out.append(msg["content"]["text"])
-            elif msg["msg_type"] == "error":
-                error = msg["content"]["ename"]
-
-        self.client.execute_interactive(textwrap.dedent(code), output_hook=hook,
-                                        timeout=timeout)
-        return {"stdout": "".join(out), "error": error}
-
-    def value(self, expression: str):
-        """``expression`` evaluated in the kernel, read from the execute reply
-        itself (user_expressions): no waiting on iopub for a stream message."""
-        msg_id = self.client.execute(
-            "", user_expressions={"value": f"__import__('json').dumps({expression})"})
-        result = self.reply_to(msg_id, timeout=60)["content"]["user_expressions"]["value"]
-        assert result["status"] == "ok", result
-        return json.loads(ast.literal_eval(result["data"]["text/plain"]))
-
-    def wait_for_output(self, msg_id: str, text: str, timeout: float = 60) -> None:
-        """Wait on iopub until the request ``msg_id`` is running (``busy``) and
-        has printed ``text``: the cell is inside its own code, not still starting."""
-        deadline = time.monotonic() + timeout
-        busy = printed = False
-        while not (busy and printed):
-            msg = self.client.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            content = msg["content"]
-            busy = busy or (msg["msg_type"] == "status"
-                            and content["execution_state"] == "busy")
-            printed = printed or (msg["msg_type"] == "stream" and text in content["text"])
-
-    def reply_to(self, msg_id: str, timeout: float = 30) -> dict:
-        """The shell reply to ``msg_id``; earlier replies still queued (a loaded
-        machine makes wait_for_ready ask for kernel_info more than once) are skipped."""
-        deadline = time.monotonic() + timeout
-        while True:
-            reply = self.client.get_shell_msg(timeout=max(0.1, deadline - time.monotonic()))
-            if reply["parent_header"].get("msg_id") == msg_id:
-                return reply
-
-    def shutdown(self) -> None:
-        self.client.stop_channels()
-        self.manager.shutdown_kernel()
-        self.sockets.cleanup()
-
-
-@pytest.fixture
-def kernel(server, tmp_path):
-    kernel = Kernel(tmp_path)
-    yield kernel
-    if kernel.manager.has_kernel:
-        kernel.shutdown()
 
 
 @pytest.fixture
@@ -215,29 +124,7 @@ def fresh_interpreter_defaults() -> dict:
     return json.loads(out)
 
 
-def test_a_page_sees_none_of_what_the_page_before_it_did(server, tmp_path):
-    page_a = Kernel(tmp_path)
-    pid_a = page_a.value("__import__('os').getpid()")
-    assert page_a.run(MESS_UP)["error"] is None
-    assert page_a.value("__import__('torch').is_grad_enabled()") is False  # it took
-    page_a.shutdown()
-
-    page_b = Kernel(tmp_path)
-    pid_b = page_b.value("__import__('os').getpid()")
-    seen = json.loads(page_b.run("import json\n" + textwrap.dedent(PRISTINE))["stdout"])
-    page_b.shutdown()
-
-    assert pid_a != pid_b, "every page runs in its own process"
-    fresh = fresh_interpreter_defaults()
-    # torch seeds itself from the OS at import: a fresh process, and so each
-    # page, starts from its own seed, not the server's nor page A's.
-    assert seen.pop("initial_seed") not in (fresh.pop("initial_seed"), 1234)
-    assert seen == fresh
-    assert seen["leak"] is False and seen["grad"] is True
-    assert seen["dtype"] == "torch.float32" and seen["precision"] == 4
-
-
-# -- pages run without a kernel (page_runner.py) ---------------------------------
+# -- pages run by page_runner.py, as the build runs them ---------------------------
 
 def notebook(*cells) -> nbformat.NotebookNode:
     """A page's notebook: each cell its source, or (source, tags)."""
@@ -249,16 +136,20 @@ def notebook(*cells) -> nbformat.NotebookNode:
 
 
 def run_forked(server, page: nbformat.NotebookNode, cwd: Path, timeout: int = 60):
-    """Run ``page`` as the build runs a page: forked, no kernel protocol."""
-    return page_client.execute_forked(
-        nbclient.execute, page, server.socket_path, {**os.environ, **BUILD_ENVIRONMENT},
-        cwd=str(cwd), timeout=timeout, allow_errors=False)
+    """Run ``page`` as the build runs a page: forked from ``server``, or, with
+    None, started cold."""
+    return page_client.execute_page(
+        nbclient.execute, page, server and server.socket_path,
+        {**os.environ, **BUILD_ENVIRONMENT}, cwd=str(cwd), timeout=timeout, allow_errors=False)
 
 
-def run_in_kernel(page: nbformat.NotebookNode, cwd: Path) -> nbformat.NotebookNode:
-    """The oracle: the same page in a Jupyter kernel (the server's kernelspec)."""
-    return ways.run_in_kernel(nbclient.execute, page, str(cwd), timeout=60,
-                              allow_errors=False, kernel_name="python3")
+def run_in_kernel(page: nbformat.NotebookNode, cwd: Path, monkeypatch) -> nbformat.NotebookNode:
+    """The oracle: the same page in a stock Jupyter kernel started cold, with the
+    build's environment."""
+    for name, value in BUILD_ENVIRONMENT.items():
+        monkeypatch.setenv(name, value)
+    return stock_kernel.run_in_kernel(nbclient.execute, page, str(cwd), timeout=60,
+                                      allow_errors=False, kernel_name="python3")
 
 
 # What a kernel makes of a cell: every kind of output, in a kernel's order. Not
@@ -302,21 +193,43 @@ def without_pids(outputs) -> str:
     return re.sub(r"ipykernel_\d+", "ipykernel_<pid>", json.dumps(outputs))
 
 
-def test_a_forked_page_prints_what_a_kernel_prints(server, tmp_path):
-    forked = run_forked(server, notebook(*EVERY_KIND_OF_OUTPUT), tmp_path)
-    kernel = run_in_kernel(notebook(*EVERY_KIND_OF_OUTPUT), tmp_path)
-    assert forked.metadata == kernel.metadata  # language_info, from kernel_info
-    for index, (ours, theirs) in enumerate(zip(forked.cells, kernel.cells, strict=True)):
-        if "%time" in ours.source:  # a timing: the same outputs, other numbers
-            assert [o.get("name") for o in ours.outputs] == [
-                o.get("name") for o in theirs.outputs]
+def assert_same_outputs(ours: nbformat.NotebookNode, theirs: nbformat.NotebookNode) -> None:
+    assert ours.metadata == theirs.metadata  # language_info, from kernel_info
+    for index, (mine, other) in enumerate(zip(ours.cells, theirs.cells, strict=True)):
+        if "%time" in mine.source:  # a timing: the same outputs, other numbers
+            assert [o.get("name") for o in mine.outputs] == [
+                o.get("name") for o in other.outputs]
             continue
-        assert (ours.execution_count, without_pids(ours.outputs)) == (
-            theirs.execution_count, without_pids(theirs.outputs)), f"cell {index}"
-    kinds = {output.output_type for cell in forked.cells for output in cell.outputs}
+        assert (mine.execution_count, without_pids(mine.outputs)) == (
+            other.execution_count, without_pids(other.outputs)), f"cell {index}"
+    kinds = {output.output_type for cell in ours.cells for output in cell.outputs}
     assert kinds == {"stream", "execute_result", "display_data", "error"}
-    figure = forked.cells[2].outputs[-1]
-    assert figure.data["image/png"] == kernel.cells[2].outputs[-1].data["image/png"]
+    figure = ours.cells[2].outputs[-1]
+    assert figure.data["image/png"] == theirs.cells[2].outputs[-1].data["image/png"]
+
+
+def test_a_forked_page_prints_what_a_kernel_prints(server, tmp_path, monkeypatch):
+    forked = run_forked(server, notebook(*EVERY_KIND_OF_OUTPUT), tmp_path)
+    kernel = run_in_kernel(notebook(*EVERY_KIND_OF_OUTPUT), tmp_path, monkeypatch)
+    assert_same_outputs(forked, kernel)
+
+
+def test_a_page_whose_server_is_gone_runs_cold_and_prints_the_same(server, temp, tmp_path,
+                                                                  caplog):
+    """The one fallback: no server answers (or none can fork, not Linux), and the
+    page runs in a process started cold with the same request and runner."""
+    gone = temp / "gone" / "server.sock"
+    probe = notebook("import os, sys\nprint(os.getppid(), 'torch' in sys.modules, "
+                     "sys.argv[0].rsplit('/', 1)[-1])")
+    with caplog.at_level("INFO"):
+        cold = page_client.execute_page(
+            nbclient.execute, probe, str(gone), {**os.environ, **BUILD_ENVIRONMENT},
+            cwd=str(tmp_path), timeout=120, allow_errors=False)
+    # Its parent is this process, not a server; it imported what a server imports.
+    assert cold.cells[0].outputs[0].text.split() == [str(os.getpid()), "True", "page_runner.py"]
+    assert "this page runs cold" in caplog.text
+    assert_same_outputs(run_forked(None, notebook(*EVERY_KIND_OF_OUTPUT), tmp_path, 120),
+                        run_forked(server, notebook(*EVERY_KIND_OF_OUTPUT), tmp_path))
 
 
 def test_a_forked_page_sees_none_of_what_the_page_before_it_did(server, tmp_path):
@@ -392,126 +305,57 @@ def test_the_servers_first_property_changes_nothing_a_page_draws(tmp_path):
     assert not (tmp_path / ".hypothesis").exists()
 
 
-def test_a_kernel_is_forked_from_the_server_with_torch_already_imported(
-        server, kernel, tmp_path):
-    assert kernel.value("__import__('os').getppid()") == server.process.pid
-    assert kernel.value("'torch' in __import__('sys').modules") is True
-    assert kernel.value("__import__('os').getcwd()") == str(tmp_path)
-    # numpy's BLAS threads existed in the server before the fork; torch's
-    # thread pool did not. Both must work (not hang) in the child.
-    result = kernel.run("""
+def test_a_page_is_forked_from_the_server_with_torch_already_imported(server, tmp_path):
+    page = run_forked(server, notebook("""
+        import os, sys
+        print(os.getppid(), 'torch' in sys.modules, os.getcwd())
+        """, """
         import numpy, torch
         a = numpy.random.default_rng(0).random((400, 400)) + 400 * numpy.eye(400)
         print(numpy.allclose(numpy.linalg.inv(a) @ a, numpy.eye(400), atol=1e-6))
         b = torch.from_numpy(a).flip(0).T.contiguous()
         print(torch.allclose(torch.linalg.inv(b) @ b, torch.eye(400, dtype=torch.float64),
                              atol=1e-6))
-    """, timeout=120)
-    assert result == {"stdout": "True\nTrue\n", "error": None}
+        """), tmp_path, timeout=120)
+    assert page.cells[0].outputs[0].text.split() == [
+        str(server.process.pid), "True", str(tmp_path)]
+    # numpy's BLAS threads existed in the server before the fork; torch's
+    # thread pool did not. Both must work (not hang) in the child.
+    assert "".join(o.text for o in page.cells[1].outputs) == "True\nTrue\n"
 
 
-@pytest.mark.skipif(os.name != "posix", reason="kernels use TCP where there are no Unix sockets")
-def test_a_pages_kernel_is_reached_over_unix_sockets_it_leaves_nowhere(server, tmp_path):
-    """No TCP port for another process to take between jupyter_client choosing it
-    and the kernel binding it; the sockets are not in the page's folder, and go."""
-    page = notebook("""\
-        import ipykernel.connect
-        info = ipykernel.connect.get_connection_info(unpack=True)
-        print(info["transport"], info["ip"])""")
-    transport, ip = run_in_kernel(page, tmp_path).cells[0].outputs[0].text.split()
-    assert transport == "ipc"
-    assert not Path(ip).parent.exists(), f"{ip}: the kernel's sockets were left behind"
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_a_kernel_runs_with_the_builds_environment(kernel):
+def test_a_page_runs_with_the_builds_environment(server, tmp_path):
     """What is read when Python and matplotlib start was read by the server, so
     the server must have been started with the build's environment."""
     names = sorted(BUILD_ENVIRONMENT)
-    seen = kernel.value(f"{{k: __import__('os').environ.get(k) for k in {names!r}}}")
+    page = run_forked(server, notebook(f"""
+        import json, os, sys, matplotlib
+        print(json.dumps([{{k: os.environ.get(k) for k in {names!r}}},
+                          sys.flags.hash_randomization, hash('seed'),
+                          matplotlib.rcParams['svg.hashsalt']]))
+        """), tmp_path)
+    seen, randomized, seed_hash, salt = json.loads(page.cells[0].outputs[0].text)
     assert seen == BUILD_ENVIRONMENT
-    assert kernel.value("__import__('sys').flags.hash_randomization") == 0
-    assert kernel.value("hash('seed')") == int(subprocess.run(
+    assert randomized == 0
+    assert seed_hash == int(subprocess.run(
         [sys.executable, "-c", "print(hash('seed'))"], capture_output=True, text=True,
         env={**os.environ, "PYTHONHASHSEED": "0"}, check=True).stdout)
-    assert kernel.value("__import__('matplotlib').rcParams['svg.hashsalt']") == (
-        "autograd-explained")
+    assert salt == "autograd-explained"
 
 
-def test_a_figure_is_shown_inline_as_in_a_plain_kernel(kernel):
-    """matplotlib was imported before the kernel existed; figures must still show."""
-    shown = []
-    kernel.client.execute_interactive(
-        "import matplotlib.pyplot as plt\nplt.plot([0, 1], [1, 0])\n"
-        "import matplotlib; print(matplotlib.get_backend())",
-        output_hook=lambda msg: shown.append(msg), timeout=60)
-    images = [m for m in shown if m["msg_type"] == "display_data"
-              and "image/png" in m["content"]["data"]]
-    assert len(images) == 1, [m["msg_type"] for m in shown]
-    backend = "".join(m["content"].get("text", "") for m in shown
-                      if m["msg_type"] == "stream")
-    assert backend.strip() == "module://matplotlib_inline.backend_inline"  # ipykernel's
-
-
-def test_an_interrupt_reaches_the_kernel(kernel):
-    # stop_on_error=False: else ipykernel aborts a request that arrives just
-    # after the error (the value() below), replying without user_expressions.
-    msg_id = kernel.client.execute("import time; print('sleeping', flush=True); "
-                                   "time.sleep(120)", stop_on_error=False)
-    kernel.wait_for_output(msg_id, "sleeping")
-    kernel.manager.interrupt_kernel()
-    reply = kernel.reply_to(msg_id)
-    assert reply["content"]["status"] == "error"
-    assert reply["content"]["ename"] == "KeyboardInterrupt"
-    assert kernel.value("1 + 1") == 2, "the kernel survives an interrupt"
-
-
-def test_a_kernel_dies_with_its_killed_launcher(kernel):
-    pid = kernel.value("__import__('os').getpid()")
-    launcher = kernel.manager.provisioner.process
-    kernel.client.stop_channels()
-    kernel.manager.shutdown_kernel(now=True)  # SIGKILL to the launcher's group
-    assert launcher.returncode == -signal.SIGKILL
-    assert wait_until_dead(pid), "the server kills a kernel whose launcher died"
-
-
-def test_shutdown_reports_the_kernels_exit_through_the_launcher(kernel):
-    pid = kernel.value("__import__('os').getpid()")
-    kernel.shutdown()  # a shutdown_request, as nbclient sends
-    assert not kernel.manager.is_alive()
-    assert wait_until_dead(pid)
-
-
-def test_a_launcher_whose_server_is_gone_runs_a_plain_kernel(temp, tmp_path, monkeypatch):
-    """The fallback: a kernelspec still points at a server that has exited (the
-    socket is gone), as a notebook re-run after its build would find it."""
-    gone = temp / "gone" / "server.sock"
-    install_kernelspec(tmp_path / "jupyter", launcher_argv(str(gone)),
-                       monkeypatch)
-    kernel = Kernel(tmp_path)
-    try:
-        launcher = kernel.manager.provisioner.process
-        # The launcher exec'd the plain kernel in its own process.
-        assert kernel.value("__import__('os').getpid()") == launcher.pid
-        assert kernel.value("__import__('sys').argv[0]").endswith("page_kernel.py")
-        assert kernel.value("'torch' in __import__('sys').modules") is False
-        assert kernel.run("import torch; print(torch.ones(2).sum().item())") == {
-            "stdout": "2.0\n", "error": None}
-    finally:
-        kernel.shutdown()
-
-
-def test_nothing_outlives_the_server(tmp_path, monkeypatch):
+def test_nothing_outlives_the_server(tmp_path):
     server = fork_server.ForkServer(BUILD_ENVIRONMENT)
-    install_kernelspec(tmp_path, launcher_argv(server.socket_path), monkeypatch)
-    kernel = Kernel(tmp_path)
-    pid = kernel.value("__import__('os').getpid()")
-    server.stop()
-    assert wait_until_dead(server.process.pid)
-    assert wait_until_dead(pid), "stopping the server kills its kernels"
-    assert not Path(server.folder).exists()
-    kernel.client.stop_channels()
-    kernel.manager.cleanup_resources()
+    manager = page_client.PageManager(
+        server.socket_path, [{"source": "import time; time.sleep(600)", "stop_on_error": True}],
+        {**os.environ, **BUILD_ENVIRONMENT})
+    manager.start_kernel(cwd=str(tmp_path))
+    try:
+        server.stop()
+        assert wait_until_dead(server.process.pid)
+        assert wait_until_dead(manager.pid), "stopping the server kills its children"
+        assert not Path(server.folder).exists()
+    finally:
+        manager.cleanup_resources()
 
 
 BUILD = f"""
@@ -627,8 +471,8 @@ def build_site(tmp_path: Path, *options: str, snippets: Path = ROOT / "snippets"
 
 
 @pytest.mark.build
-def test_a_parallel_build_shares_one_server_and_leaves_nothing_behind(tmp_path):
-    log, pages = build_site(tmp_path)
+def test_a_parallel_build_shares_one_server_and_leaves_nothing_behind(tmp_path, temp):
+    log, pages = build_site(tmp_path, TMPDIR=str(temp))
     parents = {page.split("ppid ")[1].split()[0] for page in pages}
     assert len(parents) == 1, "both pages were forked by the same server"
     assert all("fork server off" not in line for line in log.splitlines())
@@ -637,62 +481,15 @@ def test_a_parallel_build_shares_one_server_and_leaves_nothing_behind(tmp_path):
         [sys.executable, "-c", "import torch; torch.manual_seed(0); "
          "print(torch.rand(2).tolist())"], capture_output=True, text=True).stdout.strip()
     assert all(f"draw {oracle}" in page for page in pages)
-    assert all("page_runner.py" in page for page in pages), "no kernel protocol by default"
-    spec = json.loads((tmp_path / "doctrees" / "jupyter" / "kernels" / "python3"
-                       / "kernel.json").read_text())
-    socket_path = Path(spec["argv"][spec["argv"].index("-f") - 1])
-    assert not socket_path.parent.exists(), "the build removed its server's socket folder"
+    assert all("page_runner.py" in page for page in pages)
+    assert not list(temp.glob(fork_server.FOLDER_PREFIX + "*")), (
+        "the build removed its server's socket folder")
+    assert not (tmp_path / "doctrees" / "jupyter").exists(), "no kernelspec is written"
     server_pid = int(next(iter(parents)))
     assert wait_until_dead(server_pid), "the server is gone when the build ends"
 
 
-@pytest.mark.build
-def test_the_fallback_says_so_once_and_runs_plain_kernels(tmp_path):
-    log, pages = build_site(tmp_path, **{fork_kernels.ENV_SWITCH: "0"})
-    assert log.count("fork server off") == 1, log
-    assert all("page_kernel.py" in page for page in pages)
-
-
-@pytest.mark.build
-def test_the_kernel_protocol_switch_runs_forked_kernels(tmp_path):
-    log, pages = build_site(tmp_path, **{fork_kernels.PROTOCOL_SWITCH: "1"})
-    assert "fork server off" not in log
-    assert all("page_kernel.py" in page for page in pages)
-
-
-@pytest.mark.build
-@pytest.mark.parametrize("way, runs", [("forked-pages", "page_runner.py"),
-                                       ("forked-kernels", "page_kernel.py"),
-                                       ("plain-kernels", "page_kernel.py")])
-def test_conf_py_chooses_the_way_pages_run(tmp_path, way, runs):
-    log, pages = build_site(tmp_path, "-D", f"{fork_kernels.CONFIG}={way}")
-    assert all(runs in page for page in pages), way
-    parents = {page.split("ppid ")[1].split()[0] for page in pages}
-    assert (len(parents) == 1) == (way != "plain-kernels"), "forked from one server, or not"
-
-
-def test_a_way_conf_py_misspells_fails_the_build_naming_the_choices(tmp_path):
-    with pytest.raises(AssertionError) as failed:
-        build_site(tmp_path, "-D", f"{fork_kernels.CONFIG}=forked_pages")
-    message = str(failed.value)
-    assert f"{fork_kernels.CONFIG} = 'forked_pages' is not a way to run pages" in message
-    assert "'forked-pages', 'forked-kernels', 'plain-kernels'" in message
-
-
-def test_the_environment_overrides_conf_py_for_one_build(monkeypatch):
-    monkeypatch.delenv(fork_kernels.ENV_SWITCH, raising=False)
-    monkeypatch.delenv(fork_kernels.PROTOCOL_SWITCH, raising=False)
-    assert fork_kernels.chosen("forked-pages") == ("forked-pages", None)
-    monkeypatch.setenv(fork_kernels.PROTOCOL_SWITCH, "1")
-    assert fork_kernels.chosen("forked-pages") == ("forked-kernels",
-                                                   f"{fork_kernels.PROTOCOL_SWITCH}=1")
-    assert fork_kernels.chosen("forked-kernels") == ("forked-kernels", None)
-    monkeypatch.setenv(fork_kernels.ENV_SWITCH, "0")
-    assert fork_kernels.chosen("forked-pages") == ("plain-kernels",
-                                                   f"{fork_kernels.ENV_SWITCH}=0")
-
-
-WARM = {fork_kernels.IDLE_SWITCH: "120"}
+WARM = {settings.IDLE_SWITCH: "120"}
 
 
 def forked_by(pages: list[str]) -> int:
@@ -723,7 +520,7 @@ def test_the_next_build_forks_its_pages_from_the_warm_server(tmp_path):
 @pytest.mark.build
 def test_a_warm_server_exits_once_idle_for_its_idle_time(tmp_path):
     # Long enough that both pages are forked from it on a loaded machine.
-    _, pages = build_site(tmp_path, **{fork_kernels.IDLE_SWITCH: "15"})
+    _, pages = build_site(tmp_path, **{settings.IDLE_SWITCH: "15"})
     assert wait_until_dead(forked_by(pages), timeout=60)
     folder = warm_server.folder_of(tmp_path / "src")
     assert not folder.exists() and not Path(start_lock.path(str(folder))).exists()
@@ -761,10 +558,9 @@ def test_a_warm_folder_open_to_others_is_never_used(tmp_path):
 
 @pytest.mark.parametrize("idle", ["inf", "-1", "soon", "86401"])
 def test_an_idle_time_that_is_no_number_of_seconds_is_refused_clearly(monkeypatch, idle):
-    monkeypatch.setenv(fork_kernels.IDLE_SWITCH, idle)
-    app = types.SimpleNamespace(config=types.SimpleNamespace(_overrides={}, _raw_config={}))
-    with pytest.raises(ConfigError, match=f"{fork_kernels.IDLE_SWITCH} = '{idle}'.* from 0"):
-        fork_kernels._idle_seconds(app)
+    monkeypatch.setenv(settings.IDLE_SWITCH, idle)
+    with pytest.raises(ConfigError, match=f"{settings.IDLE_SWITCH} = '{idle}'.* from 0"):
+        settings.server_idle(settings.IDLE_DEFAULT)
 
 
 def test_a_message_read_late_is_filed_under_the_cell_whose_request_it_answers():

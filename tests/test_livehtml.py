@@ -26,7 +26,8 @@ import pytest
 from autograd_docs.build_log import problems
 from autograd_docs.devkit import livehtml, warm_autobuild
 from autograd_docs.devkit.builds import write
-from autograd_docs.kernels import IDLE_SWITCH, warm_server
+from autograd_docs.kernels import warm_server
+from autograd_docs.settings import IDLE_SWITCH
 
 pytestmark = pytest.mark.build
 

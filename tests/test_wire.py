@@ -4,8 +4,6 @@ running the page a slower way."""
 
 import os
 import socket
-import subprocess
-import threading
 from pathlib import Path
 
 import nbclient
@@ -15,7 +13,6 @@ from jupyter_core.utils import run_sync
 
 from autograd_docs.kernels import fork_server, page_client, page_messages, wire
 from autograd_docs.kernels.environment import kernel_environment
-from autograd_docs.kernels.ways import launcher_argv
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,35 +37,35 @@ def raw(body: bytes, fds: list[int]) -> socket.socket:
     return server
 
 
-FIELDS = {"argv": ["page_kernel.py"], "cwd": "/", "env": {"A": "1"}}
+FIELDS = {"argv": ["page_runner.py"], "cwd": "/", "env": {"A": "1"}}
 
 
 def test_a_request_arrives_as_it_was_sent():
-    request, fds = sent(wire.KERNEL, [0, 1, 2], **FIELDS)
-    assert request == {"version": wire.VERSION, "kind": wire.KERNEL, **FIELDS}
-    assert len(fds) == 3
     cells = [{"source": "1", "stop_on_error": True}]
     request, fds = sent(wire.PAGE, [0, 1, 2, 2], cells=cells, **FIELDS)
-    assert request["cells"] == cells and len(fds) == 4
+    assert request == {"version": wire.VERSION, "kind": wire.PAGE, "cells": cells, **FIELDS}
+    assert len(fds) == 4
+    request, fds = sent(wire.HELLO, [])
+    assert request == {"version": wire.VERSION, "kind": wire.HELLO} and fds == []
 
 
 @pytest.mark.parametrize("body, fds, says", [
-    (b'{"version": 0, "kind": "kernel", "argv": [], "cwd": "/", "env": {}}', 3,
+    (b'{"version": 0, "kind": "page", "argv": [], "cwd": "/", "env": {}, "cells": []}', 4,
      "wire version 0"),
-    (b'{"version": 1, "kind": "notebook", "argv": [], "cwd": "/", "env": {}}', 3,
-     "unknown request kind 'notebook'"),
-    (b'{"version": 1, "kind": "page", "argv": [], "cwd": "/", "env": {}, "cells": []}', 3,
+    (b'{"version": 2, "kind": "kernel", "argv": [], "cwd": "/", "env": {}}', 3,
+     "unknown request kind 'kernel'"),
+    (b'{"version": 2, "kind": "page", "argv": [], "cwd": "/", "env": {}, "cells": []}', 3,
      "passes 4 descriptors, got 3"),
-    (b'{"version": 1, "kind": "page", "argv": [], "cwd": "/", "env": {}}', 4,
+    (b'{"version": 2, "kind": "page", "argv": [], "cwd": "/", "env": {}}', 4,
      "without cells"),
     (b"not json", 3, "not JSON"),
-    (b'{"version": 1, "kind": ["page"], "argv": [], "cwd": "/", "env": {}}', 3,
+    (b'{"version": 2, "kind": ["page"], "argv": [], "cwd": "/", "env": {}}', 3,
      "unknown request kind"),
-    (b'{"version": 1, "kind": "kernel", "argv": "x", "cwd": "/", "env": {}}', 3,
+    (b'{"version": 2, "kind": "page", "argv": "x", "cwd": "/", "env": {}, "cells": []}', 4,
      "argv is not"),
-    (b'{"version": 1, "kind": "kernel", "argv": [], "cwd": "/", "env": {"A": 1}}', 3,
+    (b'{"version": 2, "kind": "page", "argv": [], "cwd": "/", "env": {"A": 1}, "cells": []}', 4,
      "env is not"),
-    (b'{"version": 1, "kind": "page", "argv": [], "cwd": "/", "env": {}, "cells": [{}]}', 4,
+    (b'{"version": 2, "kind": "page", "argv": [], "cwd": "/", "env": {}, "cells": [{}]}', 4,
      "cells is not"),
 ])
 def test_a_request_the_server_cannot_read_is_refused_with_the_reason(body, fds, says):
@@ -130,34 +127,9 @@ def test_a_page_the_server_refuses_fails_the_page_instead_of_running_it_slowly(
     env = {**os.environ, **kernel_environment(ROOT)}
     monkeypatch.setattr(wire, "VERSION", wire.VERSION + 1)  # this build speaks another
     with pytest.raises(wire.WireError, match=f"wire version {wire.VERSION}"):
-        page_client.execute_forked(nbclient.execute, page, server.socket_path, env,
+        page_client.execute_page(nbclient.execute, page, server.socket_path, env,
                                    cwd=str(tmp_path), timeout=60)
     monkeypatch.undo()
-    ran = page_client.execute_forked(nbclient.execute, page, server.socket_path, env,
+    ran = page_client.execute_page(nbclient.execute, page, server.socket_path, env,
                                      cwd=str(tmp_path), timeout=60)
     assert ran.cells[0].outputs[0].text == "1\n", "the server serves on after a refusal"
-
-
-def test_a_launcher_the_server_refuses_exits_with_the_reason(tmp_path):
-    path = str(tmp_path / "refusing.sock")
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    listener.listen(1)
-
-    def refuse():
-        conn, _ = listener.accept()
-        with conn:
-            request, fds = wire.receive_request(conn)
-            for fd in fds:
-                os.close(fd)
-            conn.sendall(wire.refusal_line("speaks another version"))
-
-    threading.Thread(target=refuse, daemon=True).start()
-    argv = [part.replace("{connection_file}", str(tmp_path / "kernel.json"))
-            for part in launcher_argv(path)]
-    launched = subprocess.run(argv, capture_output=True, text=True, timeout=60,
-                              stdin=subprocess.DEVNULL)
-    listener.close()
-    assert launched.returncode == 1, launched.stderr
-    assert "refused the request: speaks another version" in launched.stderr
-    assert "starting a plain kernel" not in launched.stderr, "no quiet fallback"

@@ -7,12 +7,23 @@ and what upstream would retire it. After bumping one of those pins, read its mod
 first: ``tests/test_engine.py`` fails until ``WRITTEN_AGAINST`` says the new
 version, so the bump cannot land without someone re-checking these hooks.
 
-One private hook lives elsewhere: ``kernels/child.py`` calls
-``atexit._run_exitfuncs`` (CPython) in a forked kernel before ``os._exit``, as
-``devkit/warm_autobuild.py`` does (with ``atexit._clear``) in a forked rebuild;
-the server runs as a plain script and imports nothing from this package. And one is
-not imported here: ``autobuild.py`` (sphinx-autobuild), which only ``make
-livehtml`` uses, so that a build never imports sphinx-autobuild.
+The hooks of the page's own process live beside the page runner, in
+``kernels/``, because that process runs scripts that import nothing from this
+package (it imports Sphinx): each names the version it was written against, and
+``WRITTEN_AGAINST`` lists those versions too, so a bump fails the same test.
+
+* ``kernels/page_runner.py`` (IPython 9.18.1, ipykernel 7.4.0): IPython's
+  ``InteractiveShellApp.init_path`` called on a stand-in ``self``; the in-process
+  kernel's ``stdout``/``stderr`` replaced by ``OutStream(watchfd=True)``.
+* ``kernels/page_client.py`` (nbclient 0.11.0): ``PageManager`` and
+  ``PageKernelClient`` stand in for jupyter_client's manager and client as
+  nbclient calls them, and ``cells_to_run`` follows nbclient's rules for which
+  cells run (checked at run time, and by ``test_cells_to_run_follows_nbclient``).
+* ``kernels/child.py`` (CPython): ``atexit._run_exitfuncs`` before ``os._exit``,
+  as ``devkit/warm_autobuild.py`` does (with ``atexit._clear``) in a forked rebuild.
+
+One hook is not imported here: ``autobuild.py`` (sphinx-autobuild), which only
+``make livehtml`` uses, so that a build never imports sphinx-autobuild.
 """
 
 from autograd_docs._compat.jupyter import (
@@ -38,7 +49,6 @@ from autograd_docs._compat.myst import (
 from autograd_docs._compat.sphinx import (
     build_failed_on_warnings,
     complete_incremental_search_index,
-    config_value_at_setup,
     intersphinx_urls,
     is_sphinx_noise,
     log_handlers,
@@ -55,6 +65,8 @@ WRITTEN_AGAINST = {
     "jupyter-cache": "1.0.1",
     "nbclient": "0.11.0",
     "sphinx-autobuild": "2025.8.25",
+    "ipykernel": "7.4.0",
+    "ipython": "9.18.1",
 }
 
 __all__ = [
@@ -64,7 +76,6 @@ __all__ = [
     "add_mystnb_stylesheet",
     "build_failed_on_warnings",
     "complete_incremental_search_index",
-    "config_value_at_setup",
     "create_cache_database",
     "depart_hidden_cell",
     "executes_page",

@@ -33,12 +33,6 @@ def build_failed_on_warnings(app: Sphinx) -> bool:
     return bool(getattr(app, "_fail_on_warnings", False) and getattr(app, "_warncount", 0))
 
 
-def config_value_at_setup(config: Config, name: str, default=None):
-    """A configuration value while extensions are still loading, before Sphinx
-    has read it into ``config`` (private ``_overrides`` and ``_raw_config``)."""
-    return config._overrides.get(name, config._raw_config.get(name, default))
-
-
 def log_handlers() -> tuple[logging.Handler, logging.Handler]:
     """Sphinx's two handlers on its "sphinx" logger, made by
     ``sphinx.util.logging.setup``: the status stream's (INFO, a

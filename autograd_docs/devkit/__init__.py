@@ -9,6 +9,8 @@ lives here, once:
   warnings, each warning with its ``AuthorError``), never read from message prose;
 - ``executed``: the notebooks a build executed, each code cell's outputs by the
   page and line of the cell;
+- ``stock_kernel``: a page run in a stock Jupyter kernel, as a reader runs it
+  (the tests' oracle for the page runner);
 - ``livehtml``: ``make livehtml`` started on a free port, fetched from, and
   stopped with its whole process group;
 - ``warm_autobuild``: what ``make livehtml`` runs, sphinx-autobuild with each

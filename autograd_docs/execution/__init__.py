@@ -12,12 +12,11 @@ which snippets each page imports, so an edit to one re-reads exactly those pages
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from sphinx.application import Sphinx
 from sphinx.errors import ConfigError
 
-from autograd_docs import _compat, build_log
+from autograd_docs import _compat, build_log, settings
 from autograd_docs.execution import cache_key, checks, claims
 
 # myst-nb's execution report, replaced by the one-line reports of ``checks``.
@@ -30,9 +29,8 @@ _page_fingerprints: dict[str, str] = {}
 
 
 def _note_snippet_dependencies(app: Sphinx, docname: str, source: list[str]) -> None:
-    snippets_dir = Path(app.config.autograd_docs_snippets_dir)
     sources = [
-        *cache_key.snippets_imported(source[0], snippets_dir),
+        *cache_key.snippets_imported(source[0], settings.of(app).snippets),
         *cache_key.engine_sources(source[0]),
     ]
     for path in sources:
@@ -117,7 +115,7 @@ def _create_cache_database(app: Sphinx) -> None:
 
 
 def setup(app: Sphinx) -> dict:
-    app.add_config_value("autograd_docs_snippets_dir", "snippets", "env", str)
+    app.setup_extension("autograd_docs.settings")
     # Not set by conf.py: a changed environment (say, a torch upgrade) changes
     # this value, and Sphinx re-reads every page when an "env" value changes.
     app.add_config_value(

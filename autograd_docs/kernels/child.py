@@ -1,28 +1,29 @@
-"""What a child of the fork server does, from the moment ``server.py`` forks it
-until it exits: take the client's stdio, folder and environment, undo what it
-inherited from the server (``RESETS``, one entry per thing), then run a Jupyter
-kernel (``page_kernel.main``) or a page (``page_runner.main``), as the request's
-``kind`` says (``wire.py``).
+"""What a page's process does with its request (``wire.PAGE``), from the moment
+it exists until it exits: take the build's stdio, folder and environment, undo
+what it inherited (``RESETS``, one entry per thing), then run the page
+(``page_runner.main``).
 
-Imported by ``server.py`` as its neighbour, never by the build.
+The process is a child ``server.py`` forked, which undoes every entry, or a
+cold process ``cold.py`` started for the page alone, which inherited nothing
+but its script's folder on ``sys.path``. Imported by both as their neighbour,
+never by the build.
 """
 
 from __future__ import annotations
 
 import atexit
 import ctypes
+import functools
 import os
 import signal
 import socket
 import sys
 import traceback
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
-    from autograd_docs.kernels import wire
     from autograd_docs.kernels.server import Server
-else:
-    import wire
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -39,14 +40,15 @@ def die_with_parent(signum: int, parent_pid: int) -> None:
         os.kill(os.getpid(), signum)
 
 
-def become(server: Server, conn: socket.socket, fds: list[int], request: dict) -> None:
-    """Become the child ``request`` asks for; never returns."""
+def become(
+    request: dict, fds: list[int], parent_pid: int, resets: list[Callable[[], None]]
+) -> NoReturn:
+    """Become the page's process ``request`` asks for, taking ``fds`` (stdin,
+    stdout, stderr, the page's results socket) and dying with ``parent_pid``;
+    ``resets`` undo what it inherited. Never returns."""
     code = 1
     try:
-        die_with_parent(signal.SIGKILL, server.server_pid)
-        os.setpgid(0, 0)
-        # Become the launcher's kernel (or the page's runner): its stdio,
-        # folder, environment, argv.
+        die_with_parent(signal.SIGKILL, parent_pid)
         for target, fd in enumerate(fds[:3]):
             os.dup2(fd, target)
             if fd > 2:
@@ -55,17 +57,11 @@ def become(server: Server, conn: socket.socket, fds: list[int], request: dict) -
         os.environ.clear()
         os.environ.update(request["env"])
         sys.argv = list(request["argv"])
-        # Then undo what the server was, and what forking from it shares.
-        for reset in RESETS.values():
-            reset(server, conn)
-        if request["kind"] == wire.PAGE:
-            import page_runner
+        import page_runner  # before the resets take this folder off sys.path
 
-            page_runner.main(fds[3], request["cells"])
-        else:
-            import page_kernel
-
-            page_kernel.main()
+        for reset in resets:
+            reset()
+        page_runner.main(fds[3], request["cells"])
         code = 0
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else (exit_.code is not None)
@@ -80,10 +76,22 @@ def become(server: Server, conn: socket.socket, fds: list[int], request: dict) -
             os._exit(code)
 
 
-# -- what a forked kernel undoes -------------------------------------------------
-# A kernel forked from the server starts as a copy of it. Each entry undoes one
-# thing a plain kernel, started from cold, would not have; they run in this order,
-# in the child, after it has taken the launcher's stdio, folder and environment.
+def forked(server: Server, conn: socket.socket, fds: list[int], request: dict) -> NoReturn:
+    """In a child the server just forked: its own process group, then ``become``
+    the page's process with every entry of ``RESETS``."""
+    os.setpgid(0, 0)
+    become(
+        request,
+        fds,
+        server.server_pid,
+        [functools.partial(reset, server, conn) for reset in RESETS.values()],
+    )
+
+
+# -- what a forked page undoes ---------------------------------------------------
+# A page forked from the server starts as a copy of it. Each entry undoes one
+# thing a cold process (``cold.py``) would not have; they run in this order,
+# in the child, after it has taken the build's stdio, folder and environment.
 # Add an entry here when the server sets up, or preloads, something new.
 
 
@@ -100,12 +108,12 @@ def _reset_signals(server: Server, conn: socket.socket) -> None:
 
 
 def _close_server_files(server: Server, conn: socket.socket) -> None:
-    """The listener, the selector, every launcher's socket, the wake pipe and the
-    build's lock: a kernel holding the lock would keep the folder 'in use'."""
+    """The listener, the selector, every client's socket, the wake pipe and the
+    build's lock: a page holding the lock would keep the folder 'in use'."""
     server.selector.close()
     server.listener.close()
-    for launcher in server.kernels.values():
-        launcher.close()
+    for client in server.children.values():
+        client.close()
     conn.close()
     os.close(server.wake_r)
     os.close(server.wake_w)
@@ -120,18 +128,10 @@ def _reseed_random_generators(server: Server, conn: socket.socket) -> None:
     sys.modules["numpy"].random.seed()
 
 
-def _tell_ipykernel_its_parent(server: Server, conn: socket.socket) -> None:
-    """ipykernel reads JPY_PARENT_PID when it is imported, which here was before
-    the launcher's environment arrived; without it the kernel prints a console
-    banner into the build log."""
-    from ipykernel.kernelapp import IPKernelApp
-
-    IPKernelApp.instance(parent_handle=int(os.environ.get("JPY_PARENT_PID") or 0))
-
-
-def _forget_the_servers_folder(server: Server, conn: socket.socket) -> None:
-    """The server runs as a script, so its folder is first on ``sys.path``: a
-    page importing, say, a package named ``wire`` must not get the server's."""
+def forget_this_folder() -> None:
+    """The server (and ``cold.py``) run as scripts, so this folder is first on
+    ``sys.path``: a page importing, say, a package named ``wire`` must not get
+    the server's."""
     sys.path[:] = [path for path in sys.path if os.path.abspath(path or ".") != HERE]
 
 
@@ -139,6 +139,5 @@ RESETS = {
     "signal handlers": _reset_signals,
     "server's files": _close_server_files,
     "random seeds": _reseed_random_generators,
-    "ipykernel's parent": _tell_ipykernel_its_parent,
-    "the server's folder on sys.path": _forget_the_servers_folder,
+    "the server's folder on sys.path": lambda server, conn: forget_this_folder(),
 }

@@ -1,5 +1,5 @@
-"""What every page kernel runs with, so that its outputs are the same bytes on
-every build.
+"""What every page's process runs with: the snippets it imports on its path,
+and what makes its outputs the same bytes on every build.
 
 A fixed str hash seed (sets print in one order), and for figures saved as SVG or
 PDF the commit's time instead of now and a fixed salt for SVG element ids (PNG,
@@ -37,9 +37,12 @@ def source_date_epoch(repository: Path) -> str:
         return "0"  # not a git checkout: any fixed time keeps builds identical
 
 
-def kernel_environment(repository: Path) -> dict[str, str]:
-    """The variables every page kernel (and the fork server) starts with."""
+def kernel_environment(repository: Path, snippets: Path | None = None) -> dict[str, str]:
+    """The variables every page's process (and the fork server) starts with;
+    ``snippets``, the folder of the modules pages import, first on their path."""
+    path = os.pathsep.join(filter(None, [str(snippets or ""), os.environ.get("PYTHONPATH")]))
     return {
+        **({"PYTHONPATH": path} if path else {}),
         "PYTHONHASHSEED": "0",
         "MATPLOTLIBRC": str(MATPLOTLIBRC),
         "SOURCE_DATE_EPOCH": source_date_epoch(repository),

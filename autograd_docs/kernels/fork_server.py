@@ -35,7 +35,7 @@ LOCK = "build.lock"  # locked (flock) for as long as the build or its server liv
 def unavailable_reason() -> str | None:
     """Why a server cannot fork pages on this machine, or None if it can."""
     if not sys.platform.startswith("linux"):
-        return f"forking a warm kernel is only done on Linux, not {sys.platform}"
+        return f"forking pages from a warm server is only done on Linux, not {sys.platform}"
     if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
         return "this Python cannot fork or pass file descriptors"
     return None
@@ -119,7 +119,7 @@ class ForkServer:
         self.lock = _locked_lock_file(self.folder)
         self.states: list[str] = []  # what the server has reported, in order
         self._status_buffer = b""
-        # Listen here, before the server has even started Python: a launcher
+        # Listen here, before the server has even started Python: a page
         # that connects while the server still imports torch waits in the
         # backlog instead of finding no socket.
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -164,7 +164,7 @@ class ForkServer:
         """Block until the server has reported ``state``: ``wire.IMPORTING`` (it
         watches its parent) or ``wire.READY`` (its imports are done).
 
-        The build never waits (a launcher that connects early waits in the
+        The build never waits (a page that connects early waits in the
         socket's backlog); tests do, instead of guessing how long imports take.
         """
         deadline = time.monotonic() + timeout
@@ -197,7 +197,7 @@ class ForkServer:
         if os.getpid() != self.owner:
             return  # a forked reader: the server is not ours to stop
         if self.process.poll() is None:
-            self.process.terminate()  # it kills and reaps its kernels
+            self.process.terminate()  # it kills and reaps its children
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:

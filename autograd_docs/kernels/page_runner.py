@@ -47,7 +47,8 @@ def _as_a_kernel_app_would() -> None:
 
     if not os.environ.get("MPLBACKEND"):
         os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
-    # As a method of no app: init_path reads only ``self.ignore_cwd``.
+    # Private hook (IPython 9.18.1, see _compat): as a method of no app;
+    # init_path reads only ``self.ignore_cwd``.
     InteractiveShellApp.init_path(types.SimpleNamespace(ignore_cwd=False))  # type: ignore[arg-type]
 
 
@@ -64,6 +65,7 @@ def _kernel():
     kernel = manager.kernel
     # A kernel's streams capture file-descriptor writes too (IPKernelApp's
     # capture_fd_output); the in-process kernel's default streams do not.
+    # Private hook (ipykernel 7.4.0, see _compat): its streams replaced.
     for name in ("stdout", "stderr"):
         setattr(kernel, name, OutStream(kernel.session, kernel.iopub_thread, name, watchfd=True))
     client = manager.client()

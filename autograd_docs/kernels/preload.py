@@ -59,7 +59,6 @@ def preload() -> None:
     import bdb  # noqa: F401
     import psutil  # noqa: F401
     import sqlite3  # noqa: F401
-    import page_kernel  # noqa: F401
     import page_runner  # noqa: F401
 
     for module in LAZY_IMPORTS:

@@ -1,32 +1,29 @@
-"""Fork a fresh page kernel per request, from a process that imported torch once.
+"""Fork a fresh process per page, from a process that imported torch once.
 
 Started by the build with ``wire.server_argv``: the build binds the socket and
 passes it listening, the write end of a status pipe and its lock on its folder.
 On the pipe the server writes ``wire.IMPORTING`` once it watches its parent,
 then ``wire.READY`` once its imports are done (``preload.py``), and closes it.
 
-A plain page kernel spends about a second starting ipykernel and nearly two
+A cold page process spends about a second importing ipykernel and nearly two
 importing torch, before running a page whose own code takes a fraction of that.
 This server pays both once: it imports torch, numpy, matplotlib and ipykernel,
 runs nothing else (no tensor op, no thread pool, no kernel), then waits on a unix
-socket. For each ``launcher.py`` that connects, it forks a child that becomes
-that page's kernel: a separate process, so nothing one page does reaches the
-next, which starts from the server's untouched, just-imported state.
-
-A page runner (``page_client.py`` in the build) connects the same way, with a
-request of ``kind: page`` that carries the page's cells and a fourth
-descriptor, the socket the child streams its messages to; its child runs
-``page_runner.main()`` instead of a kernel.
+socket. For each page the build's ``page_client.py`` asks for (a request of
+``kind: page`` carrying the page's cells and a fourth descriptor, the socket the
+child streams its messages to), it forks a child that runs that page: a separate
+process, so nothing one page does reaches the next, which starts from the
+server's untouched, just-imported state.
 
 Every request and reply is ``wire.py``'s; a request the server cannot read is
 refused with the reason, never half-served. The child (``child.py``) takes the
 client's stdin, stdout and stderr, working folder, environment and arguments,
 undoes what it inherited from the server (``child.RESETS``), and runs
-``page_kernel.main()`` exactly as a plain kernel would (or the page runner).
+``page_runner.main()``, as ``cold.py`` does in a process started cold.
 
 The server exits when it gets SIGTERM or SIGINT, when its parent (the Sphinx
 build) exits, or when its stdin closes, and always the same way (``shutdown``):
-signals ignored, every kernel it forked killed, the build's folder removed. A
+signals ignored, every child it forked killed, the build's folder removed. A
 warm server (started with an idle time) watches no build: it exits when asked
 to (``wire.STOP``), or when it has had no request and no child for that long,
 so that the next builds of the same site use it while it lives.
@@ -72,7 +69,7 @@ class Server:
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
         os.set_blocking(self.wake_w, False)
-        self.kernels: dict[int, socket.socket] = {}  # kernel pid -> its launcher
+        self.children: dict[int, socket.socket] = {}  # child pid -> its client's socket
         self.shutting_down = False
 
     # -- the server process ---------------------------------------------------
@@ -93,7 +90,7 @@ class Server:
                 self.shutdown()
 
     def _until_idle(self) -> float | None:
-        if not self.idle or self.kernels:
+        if not self.idle or self.children:
             return None  # a child's exit wakes the loop (SIGCHLD) and restarts the clock
         if self.exit_lock is not None:
             return 0.0  # exiting: it only waited for the backlog's pages to end
@@ -104,7 +101,7 @@ class Server:
         server (under the lock they take for that). Then its socket goes first:
         a page that connects later finds no server and runs another way, and a
         page already waiting in the backlog is still served before the exit."""
-        if not self.idle or self.kernels or self._until_idle():
+        if not self.idle or self.children or self._until_idle():
             return False
         if self.exit_lock is None:
             lock = start_lock.hold(self.folder, blocking=False)
@@ -147,40 +144,40 @@ class Server:
                 sys.stderr.flush()
                 pid = os.fork()
                 if pid == 0:
-                    child.become(self, conn, fds, request)  # never returns
+                    child.forked(self, conn, fds, request)  # never returns
             finally:
                 for fd in fds:
                     os.close(fd)
-            self.kernels[pid] = conn
+            self.children[pid] = conn
             try:
                 os.setpgid(pid, pid)  # so a forwarded signal finds it at once
             except OSError:
                 pass  # the child did it first, or already exited
             conn.sendall(wire.pid_line(pid))
-            self.selector.register(conn, selectors.EVENT_READ, self._launcher_input)
+            self.selector.register(conn, selectors.EVENT_READ, self._client_input)
         except (OSError, ValueError):
-            # The client hung up: it falls back to a plain kernel, or is gone;
-            # a kernel forked for it must not linger.
+            # The client hung up: it runs the page cold, or is gone; a child
+            # forked for it must not linger.
             traceback.print_exc()
             if pid is not None:
                 self._kill(pid)  # reaped, and forgotten, by _reap
             else:
                 conn.close()
 
-    def _launcher_input(self, conn) -> None:
+    def _client_input(self, conn) -> None:
         if conn.fileno() < 0:
-            # Its kernel was reaped, and the socket closed, earlier in the same
+            # Its child was reaped, and the socket closed, earlier in the same
             # round of events: a page's build side hangs up as it kills the child.
             return
         try:
             if conn.recv(1):
-                return  # launchers send nothing after the request; ignore it
+                return  # clients send nothing after the request; ignore it
         except OSError:
             pass
-        # The launcher is gone (killed): its kernel must not outlive it.
+        # The client is gone (killed): its child must not outlive it.
         self.selector.unregister(conn)
-        for pid, launcher in self.kernels.items():
-            if launcher is conn:
+        for pid, client in self.children.items():
+            if client is conn:
                 self._kill(pid)
 
     def _reap(self, _fd) -> None:
@@ -196,7 +193,7 @@ class Server:
                 return
             if pid == 0:
                 return
-            conn = self.kernels.pop(pid, None)
+            conn = self.children.pop(pid, None)
             if conn is None:
                 continue
             self.last_active = time.monotonic()
@@ -232,7 +229,7 @@ class Server:
                 continue
 
     def shutdown(self, signum: int | None = None, _frame=None, code: int = 0) -> None:
-        """The server's one way out: kill and reap every kernel, remove the
+        """The server's one way out: kill and reap every child, remove the
         build's folder, exit. Never returns.
 
         It is the SIGTERM and SIGINT handler too, and once started it ignores
@@ -245,7 +242,7 @@ class Server:
         reaching the top: one raised by a signal handler inside a finalizer is
         printed and dropped (torch's ``_del_library`` dropped one during imports).
         """
-        if os.getpid() != self.server_pid:  # a kernel, signalled before its resets ran
+        if os.getpid() != self.server_pid:  # a child, signalled before its resets ran
             signal.signal(signum or signal.SIGTERM, signal.SIG_DFL)
             os.kill(os.getpid(), signum or signal.SIGTERM)
             os._exit(1)
@@ -255,9 +252,9 @@ class Server:
             return
         self.shutting_down = True
         try:
-            for pid in list(self.kernels):
+            for pid in list(self.children):
                 self._kill(pid)
-            for pid in list(self.kernels):
+            for pid in list(self.children):
                 with contextlib.suppress(ChildProcessError):
                     os.waitpid(pid, 0)
             # The build may be gone: tidy its folder (socket and lock) for it.

@@ -1,9 +1,9 @@
-"""How the build, the launcher, the fork server and its children talk: the one
-definition, used by all four sides.
+"""How the build, the fork server and a page's process talk: the one
+definition, used by every side.
 
-Standard library only: ``launcher.py`` imports it under ``python -I -S``, and
-the server and its children import it as a plain script's neighbour (``wire``),
-the build as ``autograd_docs.kernels.wire``.
+Standard library only: the server, ``cold.py`` and the page's process import it
+as a plain script's neighbour (``wire``), the build as
+``autograd_docs.kernels.wire``.
 
 The build starts the server with ``server_argv`` and reads its progress, one
 word per line, on a pipe (``IMPORTING``, then ``READY``). A server started with
@@ -12,13 +12,14 @@ find it by its folder, ask who it is (``HELLO``: its fingerprint and pid) and
 use it if the fingerprint is theirs, or ask it to ``STOP``, under a lock beside
 its folder (``start_lock.py``). Only the server's own user is answered (``peer_uid``).
 
-A client (the launcher, for a Jupyter kernel; ``page_client``, for a page)
-connects to the server's unix socket and sends one request (``send_request``):
-in one message, the request's length and the descriptors the child takes
-(stdin, stdout, stderr, and for a page the socket its messages go to), then the
-request itself as JSON. The server answers with JSON lines on the same socket:
-first the child's pid, or a refusal; last the child's exit status (its code, or
-minus the signal that killed it).
+The build's ``page_client`` connects to the server's unix socket (or to a
+``cold.py`` it started for the page alone) and sends one request
+(``send_request``): in one message, the request's length and the descriptors
+the page's process takes (stdin, stdout, stderr, and the socket its messages go
+to), then the request itself as JSON. The server answers with JSON lines on the
+same socket: first the child's pid, or a refusal; last the child's exit status
+(its code, or minus the signal that killed it). A cold process answers the pid
+line only; its exit status is its own.
 
 A page's child sends its messages to the build as JSON lines too
 (``page_message``): each tagged with the cell whose request it answers, and a
@@ -37,20 +38,18 @@ import socket
 import struct
 from typing import NamedTuple
 
-VERSION = 1  # bump on any change to what is below
+VERSION = 2  # bump on any change to what is below
 
 # The server's progress, on its status pipe.
 IMPORTING, READY = "importing", "ready"
 
 # What a request asks for: a child (what it becomes), or something of the server.
-KERNEL = "kernel"  # a Jupyter kernel (page_kernel.py), for the launcher
-PAGE = "page"  # a page runner (page_runner.py), for page_client
+PAGE = "page"  # a page's process (page_runner.py), for page_client
 HELLO = "hello"  # the server's fingerprint and pid, nothing forked
 STOP = "stop"  # the server exits, as at SIGTERM
-# The descriptors each passes: stdin, stdout, stderr (+ the page's results socket).
-DESCRIPTORS = {KERNEL: 3, PAGE: 4, HELLO: 0, STOP: 0}
+# The descriptors each passes: stdin, stdout, stderr, the page's results socket.
+DESCRIPTORS = {PAGE: 4, HELLO: 0, STOP: 0}
 MAX_DESCRIPTORS = max(DESCRIPTORS.values())
-CHILDREN = (KERNEL, PAGE)
 
 # A page's messages: the cell of the kernel-info reply, and the last line's.
 KERNEL_INFO = -1
@@ -119,15 +118,13 @@ def send_request(
     env: dict[str, str] | None = None,
     cells: list[dict] | None = None,
 ) -> None:
-    """Ask the server for a child of ``kind`` that takes ``fds`` and runs with
-    ``argv``, ``cwd`` and ``env`` (and, for a page, runs ``cells``)."""
+    """Ask the server for ``kind``; for a page, a child that takes ``fds`` and
+    runs ``cells`` with ``argv``, ``cwd`` and ``env``."""
     if len(fds) != DESCRIPTORS[kind]:
         raise WireError(f"a {kind} request passes {DESCRIPTORS[kind]} descriptors, not {len(fds)}")
     request: dict = {"version": VERSION, "kind": kind}
-    if kind in CHILDREN:
-        request.update(argv=argv, cwd=cwd, env=env)
     if kind == PAGE:
-        request["cells"] = cells
+        request.update(argv=argv, cwd=cwd, env=env, cells=cells)
     body = json.dumps(request).encode()
     if fds:
         socket.send_fds(server, [_LENGTH.pack(len(body))], fds)
@@ -186,9 +183,9 @@ def _check_request(request, fds: list[int]) -> None:
         raise WireError(f"unknown request kind {kind!r} (known: {', '.join(DESCRIPTORS)})")
     if len(fds) != DESCRIPTORS[kind]:
         raise WireError(f"a {kind} request passes {DESCRIPTORS[kind]} descriptors, got {len(fds)}")
-    if kind not in CHILDREN:
+    if kind != PAGE:
         return
-    for name in ("argv", "cwd", "env", *(["cells"] if kind == PAGE else [])):
+    for name in _FIELDS:
         if name not in request:
             raise WireError(f"a {kind} request without {name}")
         if not _FIELDS[name](request[name]):
