@@ -170,7 +170,7 @@ FAULTS: dict[AuthorError, Fault] = {
                               "write the command out in each equation")),
     AuthorError.CODE_TOO_WIDE: Fault(
         # A 49-character line at the top level, where a phone shows 44; the check
-        # on (conf.py may hold it off while pages are re-wrapped).
+        # switched on (the copy holds it off for its fixtures: site_copy.make_copy).
         lambda folder: (
             replace("z.backward(z)\n", "z.backward(z)\n"
                     "z_grad_as_a_list = z.grad.detach().cpu().tolist()\n")(folder),

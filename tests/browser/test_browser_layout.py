@@ -36,14 +36,17 @@ pytestmark = [pytest.mark.browser, pytest.mark.build]
 CONTENT = [path for path in site_pages()
            if path not in {"genindex.html", "search.html", "404.html"}]
 
-# A heading's anchor: the id of its section, or of a label's span at the top of
-# the section (Sphinx writes a heading's second id that way).
+# A heading's anchor: the id of its section, or of a label's span just before the
+# section's heading (Sphinx writes a heading's second id that way). A label in the
+# middle of a section (before an admonition, say) names no heading.
 HEADING_TARGET = """id => {
   const target = document.getElementById(id);
   if (!target) return false;
+  let next = target.nextElementSibling;
+  while (next && next.matches('span:empty')) next = next.nextElementSibling;
   const section = target.matches('section') ? target
     : target.parentElement && target.parentElement.matches('section')
-      && !target.previousElementSibling?.matches('h1, h2, h3, h4, h5, h6')
+      && next?.matches('h1, h2, h3, h4, h5, h6')
       ? target.parentElement : null;
   return Boolean(section && section.querySelector(':scope > h1, :scope > h2, :scope > h3, '
                                                   + ':scope > h4, :scope > h5, :scope > h6'));

@@ -17,6 +17,7 @@ from autograd_docs.html.notebooks import PROVENANCE
 pytestmark = [pytest.mark.browser, pytest.mark.build]
 
 TUTORIAL = "tutorial/why-backward-z-gives-z.html"
+DOCTESTS = "reference/differentiation-apis.html"  # a page with {doctest} blocks
 
 
 def test_theme_toggle_cycles_and_repaints(page, traffic):
@@ -69,7 +70,8 @@ def test_copy_button_copies_code_only(page, traffic):
     assert copied == source, (
         f"the copy button on the first code cell copied\n{copied!r}\nnot its code\n{source!r}")
 
-    # A block with prompts and outputs (the doctest): only what a reader types.
+    # A block with prompts and outputs (a doctest): only what a reader types.
+    page.goto(DOCTESTS)
     doctest = page.locator("div.highlight:has(.gp)").first
     expect(doctest).to_have_count(1)
     copied = copied_text(page, doctest)
