@@ -22,6 +22,8 @@ Run this file to check every property over its family.
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 from families import (
     SEEDS,
@@ -475,11 +477,28 @@ PROPERTIES = [
 ]
 
 
+def ones_seed_on_an_intermediate():
+    """y = sin(z) for an intermediate z = 2x (a layer's output): what ``z.grad`` holds
+    after ``y.backward(ones)`` (None: only leaves get ``.grad``), what
+    ``torch.autograd.grad`` returns for the same seed, and cos z, the derivatives."""
+    x = torch.linspace(-1, 1, 5, requires_grad=True)
+    z = 2 * x
+    y = torch.sin(z)
+    y.backward(torch.ones_like(y), retain_graph=True)
+    with warnings.catch_warnings():  # reading a non-leaf's .grad warns; None is the point
+        warnings.simplefilter("ignore", UserWarning)
+        left_in_grad = z.grad
+    (returned,) = torch.autograd.grad(y, z, torch.ones_like(y))
+    return left_in_grad, returned, torch.cos(z.detach())
+
+
 def main() -> None:
     from oracle import check_property
 
     for holds, family, claim in PROPERTIES:
         check_property(holds, family(), claim=claim)
+    left_in_grad, returned, derivatives = ones_seed_on_an_intermediate()
+    assert left_in_grad is None and torch.equal(returned, derivatives)
     print("✓ every seed property holds over its family")
 
 
