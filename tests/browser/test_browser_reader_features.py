@@ -79,7 +79,8 @@ def test_copy_button_copies_code_only(page, traffic):
         f"prompts were copied: {copied!r}")
     outputs = [line.strip() for line in
                page.locator("div.highlight:has(.gp) .go").all_inner_texts()]
-    leaked = [line for line in outputs if line and line in copied]
+    typed = {line.strip() for line in copied.splitlines()}
+    leaked = [line for line in outputs if line and line in typed]
     assert not leaked, f"outputs were copied: {leaked} in {copied!r}"
     assert copied.strip() != "", "nothing was copied"
     assert not traffic.console_errors
