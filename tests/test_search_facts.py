@@ -115,3 +115,16 @@ def test_an_unreadable_cache_is_said_and_every_page_read(tmp_path, monkeypatch, 
     assert site.loaded == ["a"]
     assert (f"{search.FactsCache.FILE} unreadable" in caplog.text) == said, caplog.text
     assert json.loads((tmp_path / search.FactsCache.FILE).read_text())["pages"].keys() == {"a"}
+
+
+def test_only_a_hub_pages_headings_are_read_as_link_texts():
+    """A question on a hub names the page it links; a checklist heading on a
+    content page names that page, not the pages its items point on to."""
+    hub = {"search": "hub"}
+    app = SimpleNamespace(env=SimpleNamespace(metadata={"questions": hub, "howto": {}, "answer": {}}))
+    facts = {
+        "questions": {"links": [["doc", "answer", "Why is x None?"]]},
+        "howto": {"links": [["doc", "answer", "Why x is None: a checklist"]]},
+        "answer": {"links": []},
+    }
+    assert search.anchor_texts(app, facts, frame=set()) == {"answer": ["Why is x None?"]}
