@@ -2,7 +2,8 @@
 a rebuild takes an unchanged page's facts from the last build and recomputes a
 changed page's, and what it keeps is what a fresh reading gives.
 (That the whole searchdata.js of an edited-then-reverted site is a clean build's
-bytes, tests/test_reproducible.py checks: facts kept stale would show there.)"""
+bytes, tests/test_reproducible.py checks: facts kept stale would show there.)
+And which pages' links lend their headings to the pages they point to."""
 
 from __future__ import annotations
 
