@@ -2,7 +2,8 @@
 a rebuild takes an unchanged page's facts from the last build and recomputes a
 changed page's, and what it keeps is what a fresh reading gives.
 (That the whole searchdata.js of an edited-then-reverted site is a clean build's
-bytes, tests/test_reproducible.py checks: facts kept stale would show there.)"""
+bytes, tests/test_reproducible.py checks: facts kept stale would show there.)
+And which pages' links lend their headings to the pages they point to."""
 
 from __future__ import annotations
 
@@ -115,3 +116,16 @@ def test_an_unreadable_cache_is_said_and_every_page_read(tmp_path, monkeypatch, 
     assert site.loaded == ["a"]
     assert (f"{search.FactsCache.FILE} unreadable" in caplog.text) == said, caplog.text
     assert json.loads((tmp_path / search.FactsCache.FILE).read_text())["pages"].keys() == {"a"}
+
+
+def test_only_a_hub_pages_headings_are_read_as_link_texts():
+    """A question on a hub names the page it links; a checklist heading on a
+    content page names that page, not the pages its items point on to."""
+    hub = {"search": "hub"}
+    app = SimpleNamespace(env=SimpleNamespace(metadata={"questions": hub, "howto": {}, "answer": {}}))
+    facts = {
+        "questions": {"links": [["doc", "answer", "Why is x None?"]]},
+        "howto": {"links": [["doc", "answer", "Why x is None: a checklist"]]},
+        "answer": {"links": []},
+    }
+    assert search.anchor_texts(app, facts, frame=set()) == {"answer": ["Why is x None?"]}

@@ -338,16 +338,26 @@ def frame_headings(facts: dict[str, dict]) -> set[str]:
     return {heading for heading, n in pages_with.items() if n >= FRAME_HEADING_PAGES}
 
 
+def is_hub(app: Sphinx, docname: str) -> bool:
+    """A page that routes readers to others (front matter ``search: hub``)."""
+    return app.env.metadata[docname].get("search") == "hub"
+
+
 def anchor_texts(app: Sphinx, facts: dict[str, dict], frame: set[str]) -> dict[str, list[str]]:
-    """docname -> the headings of other pages' sections that link to it.
+    """docname -> the headings of hub pages' sections that link to it.
 
     As web search reads link texts: the questions page asks, in readers'
-    words, under each heading, and links the page that answers. The page's
+    words, under each heading, and links the page that answers. Only a page
+    that routes (front matter ``search: hub``) is read so: elsewhere a heading
+    names its own page's topic and its links point on for more ("Why .grad is
+    None: a checklist" links five pages, and lent them its words). The page's
     own title is no such heading, nor are the site's ``frame`` headings, nor
     those of sections with code.
     """
     links: dict[str, set[tuple[str, str]]] = {}
     for docname, page in facts.items():
+        if not is_hub(app, docname):
+            continue
         for reftype, reftarget, heading in page["links"]:
             target = _link_target(app, docname, reftype, reftarget)
             if target not in (None, docname):
@@ -383,7 +393,7 @@ def search_data(app: Sphinx) -> dict:
                 "title": title,
                 # A page that routes readers to others (front matter ``search: hub``)
                 # ranks below the page it routes to when both match.
-                "hub": int(app.env.metadata[docname].get("search") == "hub"),
+                "hub": int(is_hub(app, docname)),
                 "t": _ids(words(title), vocabulary),
                 "an": [_ids(words(text), vocabulary) for text in anchors.get(docname, [])],
                 "s": [

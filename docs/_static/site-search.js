@@ -105,18 +105,19 @@ var SiteSearch = (function () {
       });
       if (matched) {
         slots.push(matched.group.map(function (phrase, k) {
-          return { stems: words(phrase), weight: k ? tuning.synonym : 1 };
+          return { stems: words(phrase), weight: k ? tuning.synonym : 1, typed: matched.length };
         }));
         i += matched.length;
       } else {
         var stems = words(raw[i]);
-        if (stems.length) slots.push([{ stems: stems, weight: 1 }]);
+        if (stems.length) slots.push([{ stems: stems, weight: 1, typed: 1 }]);
         i += 1;
       }
     }
     return slots.map(function (alternatives) {
       return alternatives.map(function (alt) {
-        return { weight: alt.weight, ids: alt.stems.map(function (s) { return data.ids.has(s) ? data.ids.get(s) : -1; }) };
+        return { weight: alt.weight, typed: alt.typed,
+                 ids: alt.stems.map(function (s) { return data.ids.has(s) ? data.ids.get(s) : -1; }) };
       }).filter(function (alt) { return alt.ids.length && alt.ids.every(function (id) { return id >= 0; }); });
     });
   }
@@ -146,24 +147,35 @@ var SiteSearch = (function () {
     });
     return best;
   }
-  // How many of the query's words, in a row, a title, heading or entry holds.
+  // How many of the query's typed words, in a row, a title, heading or entry
+  // holds. Words, not slots: a typed phrase with synonyms ("gradient
+  // argument") is one slot, which the page's words for it satisfy too.
+  function holdsAt(sequence, ids, at) {
+    return ids.every(function (id, j) { return sequence[at + j] === id; });
+  }
   function run(sequence, slots) {
-    var flat = slots.map(function (slot) { return slot.length ? slot[0].ids : []; });
     var best = 0;
-    for (var start = 0; start < flat.length; start++) {
+    for (var start = 0; start < slots.length; start++) {
       var length = 0, at = -1;
-      for (var k = start; k < flat.length && flat[k].length; k++) {
-        var next = sequence.indexOf(flat[k][0], at + 1);
-        if (next < 0 || (at >= 0 && next !== at + 1)) break;
-        at = next + flat[k].length - 1;
-        length += 1;
+      for (var k = start; k < slots.length && slots[k].length; k++) {
+        // The first slot anywhere, each next one right after the last.
+        var end = -1, from = at + 1, to = at < 0 ? sequence.length - 1 : at + 1;
+        slots[k].some(function (alt) {
+          for (var i = from; i <= to; i++) {
+            if (holdsAt(sequence, alt.ids, i)) { end = i + alt.ids.length - 1; return true; }
+          }
+          return false;
+        });
+        if (end < 0) break;
+        at = end;
+        length += slots[k][0].typed;
       }
       best = Math.max(best, length);
     }
     return best;
   }
   function phraseBonus(sequences, slots, weight) {
-    var known = slots.filter(function (s) { return s.length; }).length;
+    var known = slots.reduce(function (n, slot) { return n + (slot.length ? slot[0].typed : 0); }, 0);
     if (known < 2) return 0;
     var best = 0;
     sequences.forEach(function (seq) { best = Math.max(best, run(seq, slots)); });
