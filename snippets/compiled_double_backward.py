@@ -2,10 +2,12 @@
 
 A first derivative taken through a compiled region (``backend="aot_eager"``) with
 ``create_graph=True`` cannot be differentiated again. Which error says so depends
-on the input, not on the function: a contiguous leaf gives "torch.compile with
-aot_autograd does not currently support double backward", while a view (such as
-``torch.linspace(...).unsqueeze(1)``) or a function without parameters, such as
-``tanh(t).sum()``, gives "appears to not have been used in the graph". In that
+on the input and on what the compiled backward reads: a contiguous leaf through a
+backward that reuses it (``(t * t).sum()``, ``(t.sin() * t).sum()``) gives
+"torch.compile with aot_autograd does not currently support double backward",
+while a view as input (such as ``torch.linspace(...).unsqueeze(1)``) or a backward
+that reads only the outputs (``tanh(t).sum()``, ``exp(t).sum()``) gives "appears
+to not have been used in the graph". In that
 second case ``allow_unused=True`` returns ``None`` and ``materialize_grads=True``
 returns zeros, although the true second derivative is not zero.
 
