@@ -6,7 +6,9 @@
 // a page matching more of the query's words scores more, but a word no page
 // has is left out rather than emptying the results. A heading, title or index
 // entry holding the query's words in a row (a pasted error message) counts
-// extra. Each page is listed once, linked to its best-matching section.
+// extra. A synonym's phrase of two words or more ("check gradients") counts
+// only where a page has its words in a row, as one word of its own: words that
+// stand apart on a page ("check" here, "gradient" there) do not say it. Each page is listed once, linked to its best-matching section.
 // Sphinx's search.html still parses the URL and draws the box; this replaces
 // only Search.query. Loaded by a script tag: the search works from file://.
 "use strict";
@@ -52,20 +54,39 @@ var SiteSearch = (function () {
 
   function prepare(raw) {
     var ids = new Map(raw.vocabulary.map(function (stem, id) { return [stem, id]; }));
+    // Each synonym phrase as the ids of its words and its own id (search.py's key).
+    var phrases = [];
+    raw.synonyms.forEach(function (group) {
+      group.forEach(function (phrase) {
+        var stems = words(phrase), key = stems.join(" ");
+        if (isPhrase(phrase, stems) && ids.has(key) && stems.every(function (s) { return ids.has(s); }))
+          phrases.push({ id: ids.get(key), ids: stems.map(function (s) { return ids.get(s); }) });
+      });
+    });
+    // A title's, heading's or entry's ids, and the phrases it holds in a row.
+    function bag(sequence) {
+      var out = sequence.slice();
+      phrases.forEach(function (phrase) {
+        for (var at = 0; at + phrase.ids.length <= sequence.length; at++)
+          if (holdsAt(sequence, phrase.ids, at)) out.push(phrase.id);
+      });
+      return out;
+    }
     var pages = raw.pages.map(function (page) {
       var fields = { title: new Map(), index: new Map(), glossary: new Map(), heading: new Map(),
                      anchor: new Map(), prose: new Map(), code: new Map() };
-      page.an.forEach(function (ids) { add(fields.anchor, ids); });
+      page.an.forEach(function (ids) { add(fields.anchor, bag(ids)); });
       var sections = page.s.map(function (s) {
         var section = { anchor: s.a, heading: s.h, summary: s.x, headingIds: s.ht, frame: s.f,
-                        entries: s.ix, prose: counts(s.p), code: counts(s.c) };
-        add(fields.heading, s.ht);
-        s.ix.forEach(function (entry) { add(entry[2] ? fields.glossary : fields.index, entry[0]); });
+                        headingBag: bag(s.ht), entries: s.ix.map(function (e) { return e.concat([bag(e[0])]); }),
+                        prose: counts(s.p), code: counts(s.c) };
+        add(fields.heading, section.headingBag);
+        section.entries.forEach(function (e) { add(e[2] ? fields.glossary : fields.index, e[3]); });
         section.prose.forEach(function (n, id) { fields.prose.set(id, (fields.prose.get(id) || 0) + n); });
         section.code.forEach(function (n, id) { fields.code.set(id, (fields.code.get(id) || 0) + n); });
         return section;
       });
-      add(fields.title, page.t);
+      add(fields.title, bag(page.t));
       return { doc: page.doc, title: page.title, titleIds: page.t, anchors: page.an, hub: page.hub,
                sections: sections, fields: fields,
                length: lengths(fields) };
@@ -78,8 +99,11 @@ var SiteSearch = (function () {
       Object.keys(page.fields).forEach(function (f) { page.fields[f].forEach(function (_, id) { seen.add(id); }); });
       seen.forEach(function (id) { frequency.set(id, (frequency.get(id) || 0) + 1); });
     });
-    return { ids: ids, pages: pages, average: average, frequency: frequency, synonyms: raw.synonyms };
+    return { ids: ids, pages: pages, average: average, frequency: frequency, synonyms: raw.synonyms,
+             phrases: new Set(phrases.map(function (p) { return raw.vocabulary[p.id]; })) };
   }
+  // Two words or more, as search.py's phrase_stems reads them ("create_graph" is one).
+  function isPhrase(text, stems) { return rawWords(text).length > 1 && stems.length > 1; }
   function add(map, ids) { ids.forEach(function (id) { map.set(id, (map.get(id) || 0) + 1); }); }
   function lengths(fields) {
     var out = {};
@@ -105,20 +129,29 @@ var SiteSearch = (function () {
       });
       if (matched) {
         slots.push(matched.group.map(function (phrase, k) {
-          return { stems: words(phrase), weight: k ? tuning.synonym : 1, typed: matched.length };
+          var stems = words(phrase);
+          return { stems: stems, weight: k ? tuning.synonym : 1, typed: matched.length,
+                   phrase: isPhrase(phrase, stems) };
         }));
         i += matched.length;
       } else {
         var stems = words(raw[i]);
-        if (stems.length) slots.push([{ stems: stems, weight: 1, typed: 1 }]);
+        if (stems.length) slots.push([{ stems: stems, weight: 1, typed: 1, phrase: false }]);
         i += 1;
       }
     }
     return slots.map(function (alternatives) {
       return alternatives.map(function (alt) {
-        return { weight: alt.weight, typed: alt.typed,
-                 ids: alt.stems.map(function (s) { return data.ids.has(s) ? data.ids.get(s) : -1; }) };
-      }).filter(function (alt) { return alt.ids.length && alt.ids.every(function (id) { return id >= 0; }); });
+        var ids = alt.stems.map(function (s) { return data.ids.has(s) ? data.ids.get(s) : -1; });
+        // What it scores by: its words (a typed `retain_grad` is three), or a
+        // phrase as one word of its own, -1 where no page has it.
+        var key = alt.stems.join(" "), phrase = data.ids.has(key) ? data.ids.get(key) : -1;
+        return { weight: alt.weight, typed: alt.typed, ids: ids,
+                 terms: alt.phrase ? [data.frequency.has(phrase) ? phrase : -1] : ids };
+      }).filter(function (alt) {
+        // A word or phrase no page has: left out.
+        return alt.ids.concat(alt.terms).every(function (id) { return id >= 0; });
+      });
     });
   }
 
@@ -140,9 +173,9 @@ var SiteSearch = (function () {
     var best = 0;
     slot.forEach(function (alt) {
       var score = 0;
-      alt.ids.forEach(function (id) { score += termScore(fields, lengths, id); });
-      // A phrase counts when all its words are there.
-      if (alt.ids.some(function (id) { return !termScore(fields, lengths, id); })) score = 0;
+      alt.terms.forEach(function (id) { score += termScore(fields, lengths, id); });
+      // A typed word split at its underscores counts when all its parts are there.
+      if (alt.terms.some(function (id) { return !termScore(fields, lengths, id); })) score = 0;
       best = Math.max(best, alt.weight * score);
     });
     return best;
@@ -218,8 +251,8 @@ var SiteSearch = (function () {
     page.sections.forEach(function (section) {
       var fields = { title: new Map(), index: new Map(), glossary: new Map(), heading: new Map(),
                      anchor: new Map(), prose: section.prose, code: section.code };
-      add(fields.heading, section.headingIds);
-      section.entries.forEach(function (e) { add(e[2] ? fields.glossary : fields.index, e[0]); });
+      add(fields.heading, section.headingBag);
+      section.entries.forEach(function (e) { add(e[2] ? fields.glossary : fields.index, e[3]); });
       var s = 0, sizes = lengths(fields);
       slots.forEach(function (slot) { if (slot.length) s += slotScore(slot, fields, sizes); });
       var sequences = [section.headingIds].concat(section.entries.map(function (e) { return e[0]; }));
