@@ -22,9 +22,11 @@ var SiteSearch = (function () {
     b: { index: 0.5, glossary: 0.5, heading: 0.5, anchor: 0.5, prose: 0.75, code: 0.75 },
     synonym: 0.8,                  // a synonym counts a little less than the word typed
     phrase: 0.5,                   // a heading holding the query's words in a row
+    titlePhrase: 1,                // the page's title holding them: the page is about them
     hub: 0.6,                      // a page that routes to others (section indexes, the questions page)
     defines: 2,                    // a section whose heading or index entries hold a query word
     frame: 0.01,                   // a "Next steps" or "Summary" section, as a landing
+    together: 1,                   // the share of the matched words one section holds, to this power
   };
   var FIELDS = tuning.fields, B = tuning.b;
   var data = null, stemmer = null;
@@ -82,6 +84,8 @@ var SiteSearch = (function () {
                         prose: counts(s.p), code: counts(s.c) };
         add(fields.heading, section.headingBag);
         section.entries.forEach(function (e) { add(e[2] ? fields.glossary : fields.index, e[3]); });
+        section.headingMap = new Map(); add(section.headingMap, section.headingBag);
+        section.entryMap = new Map(); section.entries.forEach(function (e) { add(section.entryMap, e[3]); });
         section.prose.forEach(function (n, id) { fields.prose.set(id, (fields.prose.get(id) || 0) + n); });
         section.code.forEach(function (n, id) { fields.code.set(id, (fields.code.get(id) || 0) + n); });
         return section;
@@ -117,14 +121,20 @@ var SiteSearch = (function () {
 
   // The query as slots: a word, or a synonym's phrase, each with the stem
   // lists that satisfy it (the words typed first, at full weight).
+  // A typed word is a synonym's word as itself or by its stem ("if statements"
+  // is "if statement"); a stop word only as itself.
+  function sameWord(typed, word) {
+    return typed === word || (typed !== undefined && !stopwords.has(word) &&
+                              stemmer.stemWord(typed) === stemmer.stemWord(word));
+  }
   function parse(query) {
-    var raw = rawWords(query), slots = [], i = 0;
+    var raw = rawWords(query), slots = [], seen = new Set(), i = 0;
     while (i < raw.length) {
       var matched = null;
       data.synonyms.forEach(function (group) {
         var phrase = rawWords(group[0]);
         if (!matched || phrase.length > matched.length) {
-          if (phrase.every(function (w, k) { return raw[i + k] === w; })) matched = { length: phrase.length, group: group };
+          if (phrase.every(function (w, k) { return sameWord(raw[i + k], w); })) matched = { length: phrase.length, group: group };
         }
       });
       if (matched) {
@@ -136,7 +146,9 @@ var SiteSearch = (function () {
         i += matched.length;
       } else {
         var stems = words(raw[i]);
-        if (stems.length) slots.push([{ stems: stems, weight: 1, typed: 1, phrase: false }]);
+        // A word typed twice ("side by side") counts once.
+        if (stems.length && !seen.has(stems.join(" "))) slots.push([{ stems: stems, weight: 1, typed: 1, phrase: false }]);
+        seen.add(stems.join(" "));
         i += 1;
       }
     }
@@ -224,14 +236,31 @@ var SiteSearch = (function () {
       if (s > 0) { matched += 1; sum += s; }
     });
     if (!matched) return null;
-    var sequences = [page.titleIds].concat(page.anchors);
+    var sequences = page.anchors.slice();
     page.sections.forEach(function (s) {
       sequences.push(s.headingIds);
       s.entries.forEach(function (e) { sequences.push(e[0]); });
     });
     var coverage = matched / known;
     return (page.hub ? tuning.hub : 1) * sum * coverage * coverage *
-      (1 + tuning.phrase * phraseBonus(sequences, slots, 1));
+      Math.pow(together(page, slots) / matched, tuning.together) *
+      (1 + Math.max(tuning.phrase * phraseBonus(sequences, slots, 1),
+                    tuning.titlePhrase * phraseBonus([page.titleIds], slots, 1)));
+  }
+  // How many of the query's slots one section holds, with the page's title and
+  // the links' words that apply to all of it: a long page that has each word
+  // somewhere, in sections about other things, is not about the query.
+  function together(page, slots) {
+    function has(alt, maps) {
+      return alt.terms.every(function (id) { return maps.some(function (m) { return m.has(id); }); });
+    }
+    var whole = [page.fields.title, page.fields.anchor], best = 0;
+    page.sections.forEach(function (section) {
+      var maps = whole.concat([section.headingMap, section.entryMap, section.prose, section.code]), n = 0;
+      slots.forEach(function (slot) { if (slot.some(function (alt) { return has(alt, maps); })) n += 1; });
+      best = Math.max(best, n);
+    });
+    return best;
   }
   // The section a result opens on: the best-matching one, but never a frame
   // section ("Next steps", "Summary": links and recaps that name every term)
