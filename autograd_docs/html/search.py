@@ -12,8 +12,10 @@ Sphinx's index, whose JavaScript stemmer site-search.js reuses (numbers are
 kept: a reader pastes code).
 
 It also carries the synonyms (``search_synonyms.txt``): reader words the pages
-do not use, each with the site's words for it. A script, not JSON fetched, so
-the search works from ``file://`` too.
+do not use, each with the site's words for it. A phrase of theirs of two words
+or more is counted as one more word, in each section's prose and code where
+its words stand in a row. A script, not JSON fetched, so the search works from
+``file://`` too.
 """
 
 from __future__ import annotations
@@ -262,12 +264,15 @@ def phrase_stems(groups: list[list[str]], words: Words) -> dict[str, list[str]]:
 
 def phrase_hits(stems: list[str], phrases: dict[str, list[str]]) -> list[str]:
     """Each phrase of ``phrases`` as often as ``stems`` holds it in a row."""
-    hits = []
+    starting: dict[str, list[tuple[str, list[str]]]] = {}  # looked up at each stem
     for key, phrase in phrases.items():
-        hits += [key] * sum(
-            stems[at : at + len(phrase)] == phrase for at in range(len(stems) - len(phrase) + 1)
-        )
-    return hits
+        starting.setdefault(phrase[0], []).append((key, phrase))
+    return [
+        key
+        for at, stem in enumerate(stems)
+        for key, phrase in starting.get(stem, ())
+        if stems[at : at + len(phrase)] == phrase
+    ]
 
 
 def _link_target(app: Sphinx, docname: str, reftype: str, target: str) -> str | None:

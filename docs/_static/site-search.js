@@ -6,9 +6,13 @@
 // a page matching more of the query's words scores more, but a word no page
 // has is left out rather than emptying the results. A heading, title or index
 // entry holding the query's words in a row (a pasted error message) counts
-// extra. A synonym's phrase of two words or more ("check gradients") counts
-// only where a page has its words in a row, as one word of its own: words that
-// stand apart on a page ("check" here, "gradient" there) do not say it. Each page is listed once, linked to its best-matching section.
+// extra, the title most. A synonym's phrase of two words or more ("check
+// gradients") counts only where a page has its words in a row, as one word of
+// its own: words that stand apart ("check" here, "gradient" there) do not say
+// it. A page counts by the share of the matched words one of its sections
+// holds: a long page with each word somewhere, in sections about other
+// things, is not about the query. Each page is listed once, linked to its
+// best-matching section.
 // Sphinx's search.html still parses the URL and draws the box; this replaces
 // only Search.query. Loaded by a script tag: the search works from file://.
 "use strict";
@@ -80,8 +84,9 @@ var SiteSearch = (function () {
       page.an.forEach(function (ids) { add(fields.anchor, bag(ids)); });
       var sections = page.s.map(function (s) {
         var section = { anchor: s.a, heading: s.h, summary: s.x, headingIds: s.ht, frame: s.f,
-                        headingBag: bag(s.ht), entries: s.ix.map(function (e) { return e.concat([bag(e[0])]); }),
-                        prose: counts(s.p), code: counts(s.c) };
+                        headingBag: bag(s.ht), prose: counts(s.p), code: counts(s.c),
+                        // [ids, anchor, glossary?, ids and phrases]
+                        entries: s.ix.map(function (e) { return e.concat([bag(e[0])]); }) };
         add(fields.heading, section.headingBag);
         section.entries.forEach(function (e) { add(e[2] ? fields.glossary : fields.index, e[3]); });
         section.headingMap = new Map(); add(section.headingMap, section.headingBag);
@@ -103,8 +108,7 @@ var SiteSearch = (function () {
       Object.keys(page.fields).forEach(function (f) { page.fields[f].forEach(function (_, id) { seen.add(id); }); });
       seen.forEach(function (id) { frequency.set(id, (frequency.get(id) || 0) + 1); });
     });
-    return { ids: ids, pages: pages, average: average, frequency: frequency, synonyms: raw.synonyms,
-             phrases: new Set(phrases.map(function (p) { return raw.vocabulary[p.id]; })) };
+    return { ids: ids, pages: pages, average: average, frequency: frequency, synonyms: raw.synonyms };
   }
   // Two words or more, as search.py's phrase_stems reads them ("create_graph" is one).
   function isPhrase(text, stems) { return rawWords(text).length > 1 && stems.length > 1; }
@@ -119,14 +123,14 @@ var SiteSearch = (function () {
     return pages.reduce(function (sum, p) { return sum + p.length[field]; }, 0) / Math.max(pages.length, 1);
   }
 
-  // The query as slots: a word, or a synonym's phrase, each with the stem
-  // lists that satisfy it (the words typed first, at full weight).
   // A typed word is a synonym's word as itself or by its stem ("if statements"
   // is "if statement"); a stop word only as itself.
   function sameWord(typed, word) {
     return typed === word || (typed !== undefined && !stopwords.has(word) &&
                               stemmer.stemWord(typed) === stemmer.stemWord(word));
   }
+  // The query as slots: a word, or a synonym's phrase, each with the stem
+  // lists that satisfy it (the words typed first, at full weight).
   function parse(query) {
     var raw = rawWords(query), slots = [], seen = new Set(), i = 0;
     while (i < raw.length) {
@@ -147,7 +151,8 @@ var SiteSearch = (function () {
       } else {
         var stems = words(raw[i]);
         // A word typed twice ("side by side") counts once.
-        if (stems.length && !seen.has(stems.join(" "))) slots.push([{ stems: stems, weight: 1, typed: 1, phrase: false }]);
+        if (stems.length && !seen.has(stems.join(" ")))
+          slots.push([{ stems: stems, weight: 1, typed: 1, phrase: false }]);
         seen.add(stems.join(" "));
         i += 1;
       }
