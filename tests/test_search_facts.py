@@ -3,7 +3,8 @@ a rebuild takes an unchanged page's facts from the last build and recomputes a
 changed page's, and what it keeps is what a fresh reading gives.
 (That the whole searchdata.js of an edited-then-reverted site is a clean build's
 bytes, tests/test_reproducible.py checks: facts kept stale would show there.)
-And which pages' links lend their headings to the pages they point to."""
+And which pages' links lend their headings to the pages they point to, and
+where a synonym's phrase counts: only where its words stand in a row."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from docutils import nodes
 from docutils.frontend import get_default_settings
 from docutils.parsers.rst import Parser
 from docutils.utils import new_document
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sphinx.search.en import SearchEnglish
 
 from autograd_docs.html import search
@@ -129,3 +132,29 @@ def test_only_a_hub_pages_headings_are_read_as_link_texts():
         "answer": {"links": []},
     }
     assert search.anchor_texts(app, facts, frame=set()) == {"answer": ["Why is x None?"]}
+
+
+WORDS = search.Words(SearchEnglish({}))
+PHRASES = search.phrase_stems(
+    [["stop tracking", "no_grad", "detach"], ["hand-written gradient", "check gradients"],
+     ["create graph", "create_graph"]], WORDS)
+
+
+def test_a_synonym_phrase_is_two_words_or_more():
+    # "create_graph" is one word (its parts are searched as it), "no_grad" too
+    assert sorted(PHRASES) == ["check gradient", "creat graph", "hand written gradient",
+                               "stop track"]
+
+
+@given(st.lists(st.sampled_from(["check", "gradients", "finite", "the", "create_graph"]),
+                max_size=12))
+@settings(max_examples=60, database=None, deadline=None)
+def test_a_phrase_counts_where_its_words_stand_in_a_row(typed):
+    # Stop words fall out first, as on the pages: "check the gradients" holds it.
+    content = [word for word in typed if word != "the"]
+    in_a_row = sum(content[i:i + 2] == ["check", "gradients"] for i in range(len(content)))
+    made = sum(content[i:i + 1] == ["create_graph"] for i in range(len(content)))
+    hits = search.phrase_hits(WORDS(" ".join(typed)), PHRASES)
+    assert hits.count("check gradient") == in_a_row
+    assert hits.count("creat graph") == made  # the parts of create_graph, in a row
+    assert set(hits) <= {"check gradient", "creat graph"}

@@ -12,8 +12,10 @@ Sphinx's index, whose JavaScript stemmer site-search.js reuses (numbers are
 kept: a reader pastes code).
 
 It also carries the synonyms (``search_synonyms.txt``): reader words the pages
-do not use, each with the site's words for it. A script, not JSON fetched, so
-the search works from ``file://`` too.
+do not use, each with the site's words for it. A phrase of theirs of two words
+or more is counted as one more word, in each section's prose and code where
+its words stand in a row. A script, not JSON fetched, so the search works from
+``file://`` too.
 """
 
 from __future__ import annotations
@@ -248,6 +250,31 @@ def read_synonyms(path: Path = SYNONYMS) -> list[list[str]]:
     return groups
 
 
+def phrase_stems(groups: list[list[str]], words: Words) -> dict[str, list[str]]:
+    """The synonyms' phrases of two words or more, as stems, keyed as the search
+    data names them ("check gradient"): a phrase counts where a page has its
+    words in a row, not where they stand apart (site-search.js)."""
+    phrases = {}
+    for phrase in (phrase for group in groups for phrase in group):
+        stems = words(phrase)
+        if len(words.lang.split(phrase)) > 1 and len(stems) > 1:  # "create_graph" is one word
+            phrases[" ".join(stems)] = stems
+    return phrases
+
+
+def phrase_hits(stems: list[str], phrases: dict[str, list[str]]) -> list[str]:
+    """Each phrase of ``phrases`` as often as ``stems`` holds it in a row."""
+    starting: dict[str, list[tuple[str, list[str]]]] = {}  # looked up at each stem
+    for key, phrase in phrases.items():
+        starting.setdefault(phrase[0], []).append((key, phrase))
+    return [
+        key
+        for at, stem in enumerate(stems)
+        for key, phrase in starting.get(stem, ())
+        if stems[at : at + len(phrase)] == phrase
+    ]
+
+
 def _link_target(app: Sphinx, docname: str, reftype: str, target: str) -> str | None:
     """The page a `{ref}` or `{doc}` points to (terms and API names are lookups)."""
     if reftype == "ref":
@@ -380,6 +407,8 @@ def search_data(app: Sphinx) -> dict:
     cache.save(docnames)
     frame = frame_headings(facts)
     anchors = anchor_texts(app, facts, frame)
+    synonyms = read_synonyms()
+    phrases = phrase_stems(synonyms, words)
     for docname, page in facts.items():
         sections = page["sections"]
         if not sections:
@@ -406,8 +435,15 @@ def search_data(app: Sphinx) -> dict:
                             for stems, anchor, glossary in section["entries"]
                             + (api_names if number == 0 else [])
                         ],
-                        "p": _counts(section["prose"], vocabulary),
-                        "c": _counts(section["code"], vocabulary),
+                        # A phrase's hits count as one more word each (BM25's lengths
+                        # barely move); titles, headings and entries are sequences
+                        # site-search.js finds the phrases in itself.
+                        "p": _counts(
+                            section["prose"] + phrase_hits(section["prose"], phrases), vocabulary
+                        ),
+                        "c": _counts(
+                            section["code"] + phrase_hits(section["code"], phrases), vocabulary
+                        ),
                         "x": section["summary"],
                         # A result lands on a frame section only if no other matches.
                         "f": int(number > 0 and section["heading"] in frame),
@@ -416,9 +452,11 @@ def search_data(app: Sphinx) -> dict:
                 ],
             }
         )
+    for key in phrases:  # a phrase only a heading holds still needs its id
+        vocabulary.setdefault(key, len(vocabulary))
     return {
         "vocabulary": sorted(vocabulary, key=vocabulary.__getitem__),
-        "synonyms": read_synonyms(),
+        "synonyms": synonyms,
         "pages": pages,
     }
 

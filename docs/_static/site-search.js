@@ -6,7 +6,13 @@
 // a page matching more of the query's words scores more, but a word no page
 // has is left out rather than emptying the results. A heading, title or index
 // entry holding the query's words in a row (a pasted error message) counts
-// extra. Each page is listed once, linked to its best-matching section.
+// extra, the title most. A synonym's phrase of two words or more ("check
+// gradients") counts only where a page has its words in a row, as one word of
+// its own: words that stand apart ("check" here, "gradient" there) do not say
+// it. A page counts by the share of the matched words one of its sections
+// holds: a long page with each word somewhere, in sections about other
+// things, is not about the query. Each page is listed once, linked to its
+// best-matching section.
 // Sphinx's search.html still parses the URL and draws the box; this replaces
 // only Search.query. Loaded by a script tag: the search works from file://.
 "use strict";
@@ -20,9 +26,11 @@ var SiteSearch = (function () {
     b: { index: 0.5, glossary: 0.5, heading: 0.5, anchor: 0.5, prose: 0.75, code: 0.75 },
     synonym: 0.8,                  // a synonym counts a little less than the word typed
     phrase: 0.5,                   // a heading holding the query's words in a row
+    titlePhrase: 1,                // the page's title holding them: the page is about them
     hub: 0.6,                      // a page that routes to others (section indexes, the questions page)
     defines: 2,                    // a section whose heading or index entries hold a query word
     frame: 0.01,                   // a "Next steps" or "Summary" section, as a landing
+    together: 1,                   // the share of the matched words one section holds, to this power
   };
   var FIELDS = tuning.fields, B = tuning.b;
   var data = null, stemmer = null;
@@ -52,20 +60,42 @@ var SiteSearch = (function () {
 
   function prepare(raw) {
     var ids = new Map(raw.vocabulary.map(function (stem, id) { return [stem, id]; }));
+    // Each synonym phrase as the ids of its words and its own id (search.py's key).
+    var phrases = [];
+    raw.synonyms.forEach(function (group) {
+      group.forEach(function (phrase) {
+        var stems = words(phrase), key = stems.join(" ");
+        if (isPhrase(phrase, stems) && ids.has(key) && stems.every(function (s) { return ids.has(s); }))
+          phrases.push({ id: ids.get(key), ids: stems.map(function (s) { return ids.get(s); }) });
+      });
+    });
+    // A title's, heading's or entry's ids, and the phrases it holds in a row.
+    function bag(sequence) {
+      var out = sequence.slice();
+      phrases.forEach(function (phrase) {
+        for (var at = 0; at + phrase.ids.length <= sequence.length; at++)
+          if (holdsAt(sequence, phrase.ids, at)) out.push(phrase.id);
+      });
+      return out;
+    }
     var pages = raw.pages.map(function (page) {
       var fields = { title: new Map(), index: new Map(), glossary: new Map(), heading: new Map(),
                      anchor: new Map(), prose: new Map(), code: new Map() };
-      page.an.forEach(function (ids) { add(fields.anchor, ids); });
+      page.an.forEach(function (ids) { add(fields.anchor, bag(ids)); });
       var sections = page.s.map(function (s) {
         var section = { anchor: s.a, heading: s.h, summary: s.x, headingIds: s.ht, frame: s.f,
-                        entries: s.ix, prose: counts(s.p), code: counts(s.c) };
-        add(fields.heading, s.ht);
-        s.ix.forEach(function (entry) { add(entry[2] ? fields.glossary : fields.index, entry[0]); });
+                        headingBag: bag(s.ht), prose: counts(s.p), code: counts(s.c),
+                        // [ids, anchor, glossary?, ids and phrases]
+                        entries: s.ix.map(function (e) { return e.concat([bag(e[0])]); }) };
+        add(fields.heading, section.headingBag);
+        section.entries.forEach(function (e) { add(e[2] ? fields.glossary : fields.index, e[3]); });
+        section.headingMap = new Map(); add(section.headingMap, section.headingBag);
+        section.entryMap = new Map(); section.entries.forEach(function (e) { add(section.entryMap, e[3]); });
         section.prose.forEach(function (n, id) { fields.prose.set(id, (fields.prose.get(id) || 0) + n); });
         section.code.forEach(function (n, id) { fields.code.set(id, (fields.code.get(id) || 0) + n); });
         return section;
       });
-      add(fields.title, page.t);
+      add(fields.title, bag(page.t));
       return { doc: page.doc, title: page.title, titleIds: page.t, anchors: page.an, hub: page.hub,
                sections: sections, fields: fields,
                length: lengths(fields) };
@@ -80,6 +110,8 @@ var SiteSearch = (function () {
     });
     return { ids: ids, pages: pages, average: average, frequency: frequency, synonyms: raw.synonyms };
   }
+  // Two words or more, as search.py's phrase_stems reads them ("create_graph" is one).
+  function isPhrase(text, stems) { return rawWords(text).length > 1 && stems.length > 1; }
   function add(map, ids) { ids.forEach(function (id) { map.set(id, (map.get(id) || 0) + 1); }); }
   function lengths(fields) {
     var out = {};
@@ -91,34 +123,52 @@ var SiteSearch = (function () {
     return pages.reduce(function (sum, p) { return sum + p.length[field]; }, 0) / Math.max(pages.length, 1);
   }
 
+  // A typed word is a synonym's word as itself or by its stem ("if statements"
+  // is "if statement"); a stop word only as itself.
+  function sameWord(typed, word) {
+    return typed === word || (typed !== undefined && !stopwords.has(word) &&
+                              stemmer.stemWord(typed) === stemmer.stemWord(word));
+  }
   // The query as slots: a word, or a synonym's phrase, each with the stem
   // lists that satisfy it (the words typed first, at full weight).
   function parse(query) {
-    var raw = rawWords(query), slots = [], i = 0;
+    var raw = rawWords(query), slots = [], seen = new Set(), i = 0;
     while (i < raw.length) {
       var matched = null;
       data.synonyms.forEach(function (group) {
         var phrase = rawWords(group[0]);
         if (!matched || phrase.length > matched.length) {
-          if (phrase.every(function (w, k) { return raw[i + k] === w; })) matched = { length: phrase.length, group: group };
+          if (phrase.every(function (w, k) { return sameWord(raw[i + k], w); })) matched = { length: phrase.length, group: group };
         }
       });
       if (matched) {
         slots.push(matched.group.map(function (phrase, k) {
-          return { stems: words(phrase), weight: k ? tuning.synonym : 1, typed: matched.length };
+          var stems = words(phrase);
+          return { stems: stems, weight: k ? tuning.synonym : 1, typed: matched.length,
+                   phrase: isPhrase(phrase, stems) };
         }));
         i += matched.length;
       } else {
         var stems = words(raw[i]);
-        if (stems.length) slots.push([{ stems: stems, weight: 1, typed: 1 }]);
+        // A word typed twice ("side by side") counts once.
+        if (stems.length && !seen.has(stems.join(" ")))
+          slots.push([{ stems: stems, weight: 1, typed: 1, phrase: false }]);
+        seen.add(stems.join(" "));
         i += 1;
       }
     }
     return slots.map(function (alternatives) {
       return alternatives.map(function (alt) {
-        return { weight: alt.weight, typed: alt.typed,
-                 ids: alt.stems.map(function (s) { return data.ids.has(s) ? data.ids.get(s) : -1; }) };
-      }).filter(function (alt) { return alt.ids.length && alt.ids.every(function (id) { return id >= 0; }); });
+        var ids = alt.stems.map(function (s) { return data.ids.has(s) ? data.ids.get(s) : -1; });
+        // What it scores by: its words (a typed `retain_grad` is three), or a
+        // phrase as one word of its own, -1 where no page has it.
+        var key = alt.stems.join(" "), phrase = data.ids.has(key) ? data.ids.get(key) : -1;
+        return { weight: alt.weight, typed: alt.typed, ids: ids,
+                 terms: alt.phrase ? [data.frequency.has(phrase) ? phrase : -1] : ids };
+      }).filter(function (alt) {
+        // A word or phrase no page has: left out.
+        return alt.ids.concat(alt.terms).every(function (id) { return id >= 0; });
+      });
     });
   }
 
@@ -140,9 +190,9 @@ var SiteSearch = (function () {
     var best = 0;
     slot.forEach(function (alt) {
       var score = 0;
-      alt.ids.forEach(function (id) { score += termScore(fields, lengths, id); });
-      // A phrase counts when all its words are there.
-      if (alt.ids.some(function (id) { return !termScore(fields, lengths, id); })) score = 0;
+      alt.terms.forEach(function (id) { score += termScore(fields, lengths, id); });
+      // A typed word split at its underscores counts when all its parts are there.
+      if (alt.terms.some(function (id) { return !termScore(fields, lengths, id); })) score = 0;
       best = Math.max(best, alt.weight * score);
     });
     return best;
@@ -191,14 +241,31 @@ var SiteSearch = (function () {
       if (s > 0) { matched += 1; sum += s; }
     });
     if (!matched) return null;
-    var sequences = [page.titleIds].concat(page.anchors);
+    var sequences = page.anchors.slice();
     page.sections.forEach(function (s) {
       sequences.push(s.headingIds);
       s.entries.forEach(function (e) { sequences.push(e[0]); });
     });
     var coverage = matched / known;
     return (page.hub ? tuning.hub : 1) * sum * coverage * coverage *
-      (1 + tuning.phrase * phraseBonus(sequences, slots, 1));
+      Math.pow(together(page, slots) / matched, tuning.together) *
+      (1 + Math.max(tuning.phrase * phraseBonus(sequences, slots, 1),
+                    tuning.titlePhrase * phraseBonus([page.titleIds], slots, 1)));
+  }
+  // How many of the query's slots one section holds, with the page's title and
+  // the links' words that apply to all of it: a long page that has each word
+  // somewhere, in sections about other things, is not about the query.
+  function together(page, slots) {
+    function has(alt, maps) {
+      return alt.terms.every(function (id) { return maps.some(function (m) { return m.has(id); }); });
+    }
+    var whole = [page.fields.title, page.fields.anchor], best = 0;
+    page.sections.forEach(function (section) {
+      var maps = whole.concat([section.headingMap, section.entryMap, section.prose, section.code]), n = 0;
+      slots.forEach(function (slot) { if (slot.some(function (alt) { return has(alt, maps); })) n += 1; });
+      best = Math.max(best, n);
+    });
+    return best;
   }
   // The section a result opens on: the best-matching one, but never a frame
   // section ("Next steps", "Summary": links and recaps that name every term)
@@ -218,8 +285,8 @@ var SiteSearch = (function () {
     page.sections.forEach(function (section) {
       var fields = { title: new Map(), index: new Map(), glossary: new Map(), heading: new Map(),
                      anchor: new Map(), prose: section.prose, code: section.code };
-      add(fields.heading, section.headingIds);
-      section.entries.forEach(function (e) { add(e[2] ? fields.glossary : fields.index, e[0]); });
+      add(fields.heading, section.headingBag);
+      section.entries.forEach(function (e) { add(e[2] ? fields.glossary : fields.index, e[3]); });
       var s = 0, sizes = lengths(fields);
       slots.forEach(function (slot) { if (slot.length) s += slotScore(slot, fields, sizes); });
       var sequences = [section.headingIds].concat(section.entries.map(function (e) { return e[0]; }));

@@ -9,11 +9,14 @@ actions and its title, without a long page blocking the phone's main thread.
   that is has the scroll shadows (site.css) and takes keyboard focus (site.js).
 * The page's actions are labelled targets of at least 24 px, above the title:
   the title starts at the column's left edge, below them.
-* A long page's total blocking time on a phone-class CPU (4x throttled) is
-  measured (median of 3 loads) against 600 ms: not yet held (xfail).
+* A long page's total blocking time on a phone-class CPU (4x slower) stays
+  under 600 ms, counted from its main thread's CPU time (not its wall time,
+  which the machine's other work stretches).
 """
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from built_site import PHONE, SITE, next_frame, site_pages
@@ -122,36 +125,46 @@ def test_the_page_actions_are_labelled_targets_above_the_title(page, traffic):
     assert not traffic.console_errors
 
 
-# Every long task from the page's first script on, recorded before the page's
-# own scripts run; total blocking time is each task's time past 50 ms (an
-# upper bound of Lighthouse's, which starts counting at the first paint).
-RECORD_LONG_TASKS = """window.__longTasks = [];
-new PerformanceObserver(list => window.__longTasks.push(...list.getEntries()))
-  .observe({type: 'longtask'});"""
-BLOCKING = """() => new Promise(done => setTimeout(() => done(
-  window.__longTasks.reduce((sum, t) => sum + Math.max(0, t.duration - 50), 0)), 1500))"""
+# Total blocking time on the phone profile (Lighthouse's: a CPU 4x slower than
+# this machine), from each main-thread task's CPU time in a Chromium trace,
+# times 4: a task blocks for what it takes past 50 ms. CPU time, not wall time:
+# on the 2-core machine shared with other builds, wall time also counts the
+# waits for a core (the same page read 58 ms one run and 1,350 ms another,
+# throttled), and Chromium's own throttling (Emulation.setCPUThrottlingRate)
+# stretched the tasks' CPU time too (33 ms became 156 ms), while a task's CPU
+# time unthrottled is its own work: 87 to 219 ms of blocking for these pages
+# at load averages of 18 to 24. Lighthouse's simulated throttling scales
+# task times the same way. One load each: noise only adds CPU time, far from
+# the margin. An upper bound: every task from the navigation to a second after
+# load counts, not only those after the first paint.
+PHONE_SLOWDOWN = 4
+TRACE_CATEGORIES = ["devtools.timeline", "disabled-by-default-devtools.timeline"]
 
 
-# Not held reliably: on the 2-core machine shared with other builds (load
-# average 24 to 35, so upper bounds) the median of 3 for the three largest
-# pages was 58, 218 and 546 ms in one run and 479, 1,239 and 1,350 ms in
-# another; most of a long task is style and layout of the inline SVG math.
-@pytest.mark.xfail(reason="issue 40: long pages may still block a throttled phone for "
-                          "more than 600 ms (style and layout of inline SVG math)")
+def main_thread_task_ms(trace: bytes) -> list[float]:
+    """Each task's CPU time on the pages' main threads (renderer main), in ms."""
+    events = json.loads(trace)["traceEvents"]
+    main = {(e["pid"], e["tid"]) for e in events
+            if e.get("ph") == "M" and e.get("name") == "thread_name"
+            and e["args"].get("name") == "CrRendererMain"}
+    tasks = [e for e in events if e.get("name") == "RunTask" and e.get("ph") == "X"
+             and (e["pid"], e["tid"]) in main]
+    assert tasks and all("tdur" in e for e in tasks), "the trace has no tasks' CPU times"
+    return [e["tdur"] / 1000 for e in tasks]
+
+
 def test_long_pages_do_not_block_a_phone(context, traffic):
-    context.add_init_script(RECORD_LONG_TASKS)
     page = context.new_page()
     page.set_viewport_size(PHONE)
-    context.new_cdp_session(page).send("Emulation.setCPUThrottlingRate", {"rate": 4})
     page.goto("index.html", wait_until="load")  # the browser's own first-load costs
     blocking = {}
     for path in LONGEST:
-        runs = []
-        for _ in range(3):
-            page.goto(path, wait_until="load")
-            runs.append(page.evaluate(BLOCKING))
-        blocking[path] = sorted(runs)[1]
-    print("total blocking time, median of 3, CPU 4x slower:",
+        context.browser.start_tracing(page=page, categories=TRACE_CATEGORIES)
+        page.goto(path, wait_until="load")
+        page.wait_for_timeout(1000)
+        tasks = main_thread_task_ms(context.browser.stop_tracing())
+        blocking[path] = sum(max(0.0, PHONE_SLOWDOWN * ms - 50) for ms in tasks)
+    print(f"total blocking time, main-thread CPU time x {PHONE_SLOWDOWN}:",
           {path: f"{ms:.0f} ms" for path, ms in blocking.items()})
     assert max(blocking.values()) < 600, f"total blocking time over 600 ms: {blocking}"
     assert not traffic.console_errors
