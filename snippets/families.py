@@ -343,3 +343,48 @@ FAMILIES = (elementwise_maps, permutations, permutation_maps, linear_maps, mixin
 
 if __name__ == "__main__":
     main()
+
+
+# -- Maps between tensors of any shape -------------------------------------------------
+
+TENSOR_SHAPES = st.lists(st.integers(1, 3), max_size=3).map(tuple)  # () is a 0-d tensor
+
+
+@dataclass(frozen=True)
+class ShapedMap:
+    """y = sin(A x) from tensors of one drawn shape to another, its Jacobian known
+    in closed form, shaped ``y.shape + x.shape`` as the Jacobian APIs return it."""
+
+    name: str
+    A: torch.Tensor = field(repr=False, compare=False)
+    x_shape: tuple[int, ...]
+    y_shape: tuple[int, ...]
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sin(self.A.to(x.dtype) @ x.reshape(-1)).reshape(self.y_shape)
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def point(self, seed: int = 0, dtype: torch.dtype = DTYPE) -> torch.Tensor:
+        return torch.randn(self.x_shape, dtype=dtype,
+                           generator=torch.Generator().manual_seed(seed))
+
+    def jacobian(self, x: torch.Tensor) -> torch.Tensor:
+        """cos(A x) A, by the chain rule and not by autograd."""
+        A = self.A.to(x.dtype)
+        return (torch.cos(A @ x.reshape(-1))[:, None] * A).reshape(self.y_shape + self.x_shape)
+
+
+@named("maps between tensors of any shape, 0-d included")
+@st.composite
+def shaped_maps(draw) -> ShapedMap:
+    """x and y each of 0 to 3 dimensions of 1 to 3 entries: vectors, matrices,
+    batches, scalars."""
+    x_shape, y_shape = draw(TENSOR_SHAPES), draw(TENSOR_SHAPES)
+    size = lambda shape: int(torch.Size(shape).numel())  # noqa: E731
+    A = _vector(draw(SEEDS), size(y_shape), size(x_shape))
+    return ShapedMap(f"sin(A x): {x_shape} -> {y_shape}", A, x_shape, y_shape)
+
+
+FAMILIES += (shaped_maps,)

@@ -249,3 +249,17 @@ def test_a_check_inside_a_property_publishes_no_record_of_its_own(monkeypatch):
     check_property(doubling_doubles, st.integers(0, 9), examples=5,
                    quote="twice a number is the number added to itself")
     assert published == ["check_property"]
+
+
+@SAMPLE
+@given(families.shaped_maps())
+def test_a_shaped_map_has_its_closed_form_jacobian_in_y_shape_plus_x_shape(f):
+    from oracle import finite_difference_jacobian
+
+    x = f.point()
+    check_close(f.jacobian(x), finite_difference_jacobian(f, x), f"{f}: cos(A x) A")
+
+
+def test_shaped_maps_hold_0_d_and_multi_dimensional_inputs_and_outputs():
+    assert member(families.shaped_maps(), lambda f: f.x_shape == () and len(f.y_shape) >= 2)
+    assert member(families.shaped_maps(), lambda f: len(f.x_shape) >= 2 and f.y_shape == ())

@@ -529,3 +529,46 @@ def test_m4_the_batch_sum_trick_handles_several_outputs(real_claims):
     replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points",
            "and `jacrev` returns every sample's Jacobian", batch_sum_trick_is_the_ones_seed,
            small_networks(), st.data(), fails_on="Linear")
+
+
+# -- The audit of the proof marks (20261204): the explanations and tutorials ------------
+
+from families import shaped_maps  # noqa: E402
+
+
+def functional_jacobian_is_the_flat_m_by_n_matrix(f) -> None:
+    """tutorial/compute-your-first-jacobian:366 (PARTIAL), as its old check read it: on
+    the page's (2,) -> (3,) example `y.shape + x.shape` is also (m, n), so nothing told
+    the rule from a flattened m × n matrix."""
+    x = f.point()
+    J = torch.autograd.functional.jacobian(f, x)
+    assert tuple(J.shape) == (f(x).numel(), x.numel()), f"shape {tuple(J.shape)}"
+
+
+def test_audit38_jacobian_shape_rule_is_checked_beyond_vectors(real_claims):
+    replay(real_claims, "tutorial/compute-your-first-jacobian",
+           "`torch.autograd.functional.jacobian(f, x)` returns $J$ with shape",
+           functional_jacobian_is_the_flat_m_by_n_matrix, shaped_maps(), fails_on="sin(A x)",
+           because="shape")
+
+
+def columns_hold_several_non_zeros(J: torch.Tensor) -> bool:
+    """The old check of jacobians-of-vector-functions:495, "Softmax gave zeros above.":
+    it read the softmax Jacobian's pattern, not what the ones seed gave."""
+    return bool(((J != 0).sum(dim=0) > 1).all())
+
+
+def test_audit5_softmax_gave_zeros_is_checked_on_the_seeded_gradient(real_claims):
+    """The page's check now compares the ones-seeded gradient with zeros; on a map whose
+    columns are as dense but do not sum to zero (log_softmax) the old check still passed,
+    the new comparison fails."""
+    [record] = [r for r in real_claims["explanation/jacobians-of-vector-functions"]
+                if r["quote"] == "Softmax gave zeros above."]
+    assert record["check"] == "check_close" and ".grad" in record["compared"], record
+    x = torch.tensor([-1.0, -0.5, 0.0, 0.5, 1.0])
+    not_softmax = lambda t: torch.log_softmax(t, 0)  # noqa: E731
+    assert columns_hold_several_non_zeros(finite_difference_jacobian(not_softmax, x))
+    seeded = x.clone().requires_grad_()
+    not_softmax(seeded).backward(torch.ones(5))
+    with pytest.raises(ClaimFailed):
+        check_close(seeded.grad, torch.zeros(5), "the ones seed gives zeros")
