@@ -44,6 +44,7 @@ from reader_settings import (  # noqa: E402
     autocast_dtypes,
     multi_feature_inputs,
     multi_term_losses,
+    non_leaf_inputs,
     sample_batches,
 )
 from second_backward import (  # noqa: E402
@@ -529,3 +530,76 @@ def test_m4_the_batch_sum_trick_handles_several_outputs(real_claims):
     replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points",
            "and `jacrev` returns every sample's Jacobian", batch_sum_trick_is_the_ones_seed,
            small_networks(), st.data(), fails_on="Linear")
+
+
+# -- Issue 37's audit of the how-to pages: sentences checked at a few points, now over a family --
+
+FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def naive_softplus_is_finite_everywhere(dtype, values) -> None:
+    """write-a-custom-autograd-function.md, "Finite everywhere, and 0.5 at 0.", was
+    checked at the four float32 points of the page, where a softplus that overflows
+    (the naive log1p(exp(x)) the page starts from) fails only at 100. Replayed with
+    that softplus, the family must reach an overflowing input."""
+    top = torch.finfo(dtype).max
+    at = torch.tensor(values, dtype=torch.float64).clamp(-top, top).to(dtype).requires_grad_()
+    out = torch.log1p(torch.exp(at))
+    out.sum().backward()
+    assert torch.isfinite(out).all() and torch.isfinite(at.grad).all(), "not finite"
+
+
+def test_audit_the_finite_softplus_is_checked_where_a_naive_one_overflows(real_claims):
+    replay(real_claims, "how-to/write-a-custom-autograd-function",
+           "Output and gradient are finite at every finite input", naive_softplus_is_finite_everywhere,
+           st.sampled_from(FLOAT_DTYPES),
+           st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=6),
+           fails_on="torch.", because="not finite")
+
+
+def detach_shares_the_leafs_storage(case) -> None:
+    """stop-gradients.md's table row for `t.detach()` ("a new tensor sharing `t`'s
+    storage") was checked on a leaf only, where t's storage is the leaf's. Read as
+    "a write into the detached tensor reaches the leaf x", it fails for a copy or a
+    cast of x, as `x.to(device)` is."""
+    with torch.no_grad():
+        case.tensor.detach().reshape(-1)[0] = 123.0
+    assert case.leaf.reshape(-1)[0].item() == 123.0, "the leaf kept its value"
+
+
+def test_audit_detach_shares_t_storage_not_the_leafs(real_claims):
+    replay(real_claims, "how-to/stop-gradients", "| `t.detach()` | one tensor |",
+           detach_shares_the_leafs_storage, non_leaf_inputs(), fails_on="then x",
+           because="the leaf kept its value")
+
+
+def second_backward_fails_when_an_operation_needs_a_value(chain) -> None:
+    """accumulate-zero-and-reuse-gradients.md, "A second backward fails where the
+    first freed a saved tensor", was checked on `exp` alone. The belief it must rule
+    out: a second pass fails exactly when some derivative needs a value of x, which
+    `10 * x` (it saves its 10) breaks."""
+    raises = not survives_a_second_pass(chain, torch.tensor([0.5, 1.0, 2.0, 3.0], requires_grad=True))
+    assert raises == any(name not in CONSTANT_DERIVATIVE for name in chain), "the belief fails"
+
+
+def test_audit_a_second_backward_fails_on_a_saved_constant_too(real_claims):
+    replay(real_claims, "how-to/accumulate-zero-and-reuse-gradients",
+           "A second backward fails where the first freed", second_backward_fails_when_an_operation_needs_a_value,
+           operation_chains(), fails_on="* x", because="the belief fails")
+
+
+def whole_batch_norm_penalty_is_16(batch, bias) -> None:
+    """penalize-the-gradient-with-respect-to-the-inputs.md, exercise 2, "predict the
+    penalty for any batch", was checked by the critic's weight alone. An answer that
+    takes one norm over the whole batch (no `dim=1`) is 16 for one sample only."""
+    at = batch.clone().requires_grad_(True)
+    scores = at @ torch.tensor([3.0, 4.0], dtype=at.dtype) + bias
+    (gradient,) = torch.autograd.grad(scores, at, torch.ones_like(scores))
+    check_close((gradient.norm() - 1) ** 2, torch.tensor(16.0), "the penalty is 16")
+
+
+def test_audit_the_linear_critic_penalty_is_checked_on_batches(real_claims):
+    replay(real_claims, "how-to/penalize-the-gradient-with-respect-to-the-inputs",
+           "For a linear critic $D(x) = w^\\top x + b$", whole_batch_norm_penalty_is_16,
+           batches(features=2), st.floats(-100, 100, allow_nan=False), fails_on="tensor(",
+           because="the penalty is 16")
