@@ -603,3 +603,30 @@ def test_audit_the_linear_critic_penalty_is_checked_on_batches(real_claims):
            "For a linear critic $D(x) = w^\\top x + b$", whole_batch_norm_penalty_is_16,
            batches(features=2), st.floats(-100, 100, allow_nan=False), fails_on="tensor(",
            because="the penalty is 16")
+
+
+# -- Issue 39's reading of the how-to pages (s2): recipes replayed in the settings they missed --
+
+STEPS = {"ceil": torch.ceil, "floor": torch.floor, "round": torch.round, "sign": torch.sign,
+         "trunc": torch.trunc}
+
+
+def the_same_line_works_for_any_step(form, name, dtype, values) -> None:
+    """S1/S2, handle-operations-with-no-useful-derivative.md:272-275: "The same line
+    works for any step: replace `x.round()` with `x.floor()`, `torch.sign(x)`", checked
+    on float64 points in [-10, 10]. Replayed with that line on the exact form's draws
+    (every step, every floating dtype, magnitudes up to 1e9)."""
+    top = torch.finfo(dtype).max
+    point = torch.tensor(values, dtype=torch.float64).clamp(-top, top).to(dtype)
+    leaf = point.clone().requires_grad_(True)
+    out = leaf + (STEPS[name](leaf) - leaf).detach()
+    assert torch.equal(out.detach(), STEPS[name](point)), "forward is not the step"
+
+
+def test_s1_the_straight_through_line_loses_a_far_step_to_rounding(real_claims):
+    replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
+           "exact for these five steps in every floating dtype", the_same_line_works_for_any_step,
+           st.just("x - x.detach() + step(x).detach()"), st.sampled_from(sorted(STEPS)),
+           st.sampled_from([torch.float16, torch.bfloat16, torch.float32, torch.float64]),
+           st.lists(st.floats(-1e9, 1e9, allow_nan=False), min_size=1, max_size=6),
+           fails_on="'sign'", because="forward is not the step")
