@@ -630,3 +630,24 @@ def test_s1_the_straight_through_line_loses_a_far_step_to_rounding(real_claims):
            st.sampled_from([torch.float16, torch.bfloat16, torch.float32, torch.float64]),
            st.lists(st.floats(-1e9, 1e9, allow_nan=False), min_size=1, max_size=6),
            fails_on="'sign'", because="forward is not the step")
+
+
+def mean_of_the_unreduced_loss_is_the_builtin_mean(size, classes, weighted, ignored, seed) -> None:
+    """S3, backpropagate-from-a-non-scalar-output.md:36-38, 632-635: for a loss with
+    `reduction='none'`, "`loss.mean().backward()` gives the gradient of the mean loss,
+    the one a training step wants", checked on (w - 1) ** 2 alone. Replayed on the
+    draws of the check of cross_entropy's mean with class weights and ignore_index."""
+    generator = torch.Generator().manual_seed(seed)
+    scores = torch.randn(size, classes, dtype=torch.float64, generator=generator)
+    labels = torch.randint(classes, (size,), generator=generator)
+    labels[:min(ignored, size - 1)] = -100
+    class_weight = torch.rand(classes, dtype=torch.float64, generator=generator) + 0.1 if weighted else None
+    check_close(torch.nn.functional.cross_entropy(scores, labels, weight=class_weight, reduction="none").mean(),
+                torch.nn.functional.cross_entropy(scores, labels, weight=class_weight), "the built-in mean")
+
+
+def test_s3_mean_of_an_unreduced_weighted_or_ignoring_loss_is_another_number(real_claims):
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output",
+           "averages over the weights of the targets it counts", mean_of_the_unreduced_loss_is_the_builtin_mean,
+           st.integers(2, 8), st.integers(2, 5), st.booleans(), st.integers(0, 3), st.integers(0, 2**31 - 1),
+           fails_on=", ", because="the built-in mean")
