@@ -651,3 +651,37 @@ def test_s3_mean_of_an_unreduced_weighted_or_ignoring_loss_is_another_number(rea
            "averages over the weights of the targets it counts", mean_of_the_unreduced_loss_is_the_builtin_mean,
            st.integers(2, 8), st.integers(2, 5), st.booleans(), st.integers(0, 3), st.integers(0, 2**31 - 1),
            fails_on=", ", because="the built-in mean")
+
+
+def none_is_refused_for_an_input_that_requires_grad(wants_grad, returns_none) -> bool:
+    """S4/S5, write-a-custom-autograd-function.md:375-376: "(`None` for inputs that are
+    not tensors or need no gradient)", checked by `w.grad is None` for a `w` that needs
+    no gradient. Read as a rule, None anywhere else is refused: autograd accepts it."""
+    returns_none = returns_none[:len(wants_grad)] + [False] * (len(wants_grad) - len(returns_none))
+
+    class Weighted(torch.autograd.Function):
+        @staticmethod
+        def forward(*inputs):
+            return sum(t * (i + 1) for i, t in enumerate(inputs))
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return tuple(None if none else grad_output * (i + 1) for i, none in enumerate(returns_none))
+    inputs = [torch.ones(2, requires_grad=wants) for wants in wants_grad]
+    try:
+        Weighted.apply(*inputs).sum().backward()
+    except RuntimeError:
+        return True
+    return not any(wants and none for wants, none in zip(wants_grad, returns_none))
+
+
+def test_s5_none_for_an_input_that_requires_grad_is_accepted_as_zero(real_claims):
+    replay(real_claims, "how-to/write-a-custom-autograd-function",
+           "For an input that requires grad, `None` is read as a zero gradient",
+           none_is_refused_for_an_input_that_requires_grad,
+           st.lists(st.booleans(), min_size=1, max_size=3).filter(any), st.lists(st.booleans(), max_size=3),
+           fails_on="True")
