@@ -551,7 +551,7 @@ def naive_softplus_is_finite_everywhere(dtype, values) -> None:
 
 def test_audit_the_finite_softplus_is_checked_where_a_naive_one_overflows(real_claims):
     replay(real_claims, "how-to/write-a-custom-autograd-function",
-           "Output and gradient are finite at every finite input", naive_softplus_is_finite_everywhere,
+           "Its output and gradient are finite at every finite input", naive_softplus_is_finite_everywhere,
            st.sampled_from(FLOAT_DTYPES),
            st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=6),
            fails_on="torch.", because="not finite")
