@@ -44,6 +44,7 @@ from reader_settings import (  # noqa: E402
     autocast_dtypes,
     multi_feature_inputs,
     multi_term_losses,
+    non_leaf_inputs,
     sample_batches,
 )
 from second_backward import (  # noqa: E402
@@ -572,3 +573,158 @@ def test_audit5_softmax_gave_zeros_is_checked_on_the_seeded_gradient(real_claims
     not_softmax(seeded).backward(torch.ones(5))
     with pytest.raises(ClaimFailed):
         check_close(seeded.grad, torch.zeros(5), "the ones seed gives zeros")
+
+
+# -- Issue 37's audit of the how-to pages: sentences checked at a few points, now over a family --
+
+FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def naive_softplus_is_finite_everywhere(dtype, values) -> None:
+    """write-a-custom-autograd-function.md, "Finite everywhere, and 0.5 at 0.", was
+    checked at the four float32 points of the page, where a softplus that overflows
+    (the naive log1p(exp(x)) the page starts from) fails only at 100. Replayed with
+    that softplus, the family must reach an overflowing input."""
+    top = torch.finfo(dtype).max
+    at = torch.tensor(values, dtype=torch.float64).clamp(-top, top).to(dtype).requires_grad_()
+    out = torch.log1p(torch.exp(at))
+    out.sum().backward()
+    assert torch.isfinite(out).all() and torch.isfinite(at.grad).all(), "not finite"
+
+
+def test_audit_the_finite_softplus_is_checked_where_a_naive_one_overflows(real_claims):
+    replay(real_claims, "how-to/write-a-custom-autograd-function",
+           "Its output and gradient are finite at every finite input", naive_softplus_is_finite_everywhere,
+           st.sampled_from(FLOAT_DTYPES),
+           st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=6),
+           fails_on="torch.", because="not finite")
+
+
+def detach_shares_the_leafs_storage(case) -> None:
+    """stop-gradients.md's table row for `t.detach()` ("a new tensor sharing `t`'s
+    storage") was checked on a leaf only, where t's storage is the leaf's. Read as
+    "a write into the detached tensor reaches the leaf x", it fails for a copy or a
+    cast of x, as `x.to(device)` is."""
+    with torch.no_grad():
+        case.tensor.detach().reshape(-1)[0] = 123.0
+    assert case.leaf.reshape(-1)[0].item() == 123.0, "the leaf kept its value"
+
+
+def test_audit_detach_shares_t_storage_not_the_leafs(real_claims):
+    replay(real_claims, "how-to/stop-gradients", "| `t.detach()` | one tensor |",
+           detach_shares_the_leafs_storage, non_leaf_inputs(), fails_on="then x",
+           because="the leaf kept its value")
+
+
+def second_backward_fails_when_an_operation_needs_a_value(chain) -> None:
+    """accumulate-zero-and-reuse-gradients.md, "A second backward fails where the
+    first freed a saved tensor", was checked on `exp` alone. The belief it must rule
+    out: a second pass fails exactly when some derivative needs a value of x, which
+    `10 * x` (it saves its 10) breaks."""
+    raises = not survives_a_second_pass(chain, torch.tensor([0.5, 1.0, 2.0, 3.0], requires_grad=True))
+    assert raises == any(name not in CONSTANT_DERIVATIVE for name in chain), "the belief fails"
+
+
+def test_audit_a_second_backward_fails_on_a_saved_constant_too(real_claims):
+    replay(real_claims, "how-to/accumulate-zero-and-reuse-gradients",
+           "A second backward fails where the first freed", second_backward_fails_when_an_operation_needs_a_value,
+           operation_chains(), fails_on="* x", because="the belief fails")
+
+
+def whole_batch_norm_penalty_is_16(batch, bias) -> None:
+    """penalize-the-gradient-with-respect-to-the-inputs.md, exercise 2, "predict the
+    penalty for any batch", was checked by the critic's weight alone. An answer that
+    takes one norm over the whole batch (no `dim=1`) is 16 for one sample only."""
+    at = batch.clone().requires_grad_(True)
+    scores = at @ torch.tensor([3.0, 4.0], dtype=at.dtype) + bias
+    (gradient,) = torch.autograd.grad(scores, at, torch.ones_like(scores))
+    check_close((gradient.norm() - 1) ** 2, torch.tensor(16.0), "the penalty is 16")
+
+
+def test_audit_the_linear_critic_penalty_is_checked_on_batches(real_claims):
+    replay(real_claims, "how-to/penalize-the-gradient-with-respect-to-the-inputs",
+           "For a linear critic $D(x) = w^\\top x + b$", whole_batch_norm_penalty_is_16,
+           batches(features=2), st.floats(-100, 100, allow_nan=False), fails_on="tensor(",
+           because="the penalty is 16")
+
+
+# -- Issue 39's reading of the how-to pages (s2): recipes replayed in the settings they missed --
+
+STEPS = {"ceil": torch.ceil, "floor": torch.floor, "round": torch.round, "sign": torch.sign,
+         "trunc": torch.trunc}
+
+
+def the_same_line_works_for_any_step(form, name, dtype, values) -> None:
+    """S1/S2, handle-operations-with-no-useful-derivative.md:272-275: "The same line
+    works for any step: replace `x.round()` with `x.floor()`, `torch.sign(x)`", checked
+    on float64 points in [-10, 10]. Replayed with that line on the exact form's draws
+    (every step, every floating dtype, magnitudes up to 1e9)."""
+    top = torch.finfo(dtype).max
+    point = torch.tensor(values, dtype=torch.float64).clamp(-top, top).to(dtype)
+    leaf = point.clone().requires_grad_(True)
+    out = leaf + (STEPS[name](leaf) - leaf).detach()
+    assert torch.equal(out.detach(), STEPS[name](point)), "forward is not the step"
+
+
+def test_s1_the_straight_through_line_loses_a_far_step_to_rounding(real_claims):
+    replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
+           "exact for these five steps in every floating dtype", the_same_line_works_for_any_step,
+           st.just("x - x.detach() + step(x).detach()"), st.sampled_from(sorted(STEPS)),
+           st.sampled_from([torch.float16, torch.bfloat16, torch.float32, torch.float64]),
+           st.lists(st.floats(-1e9, 1e9, allow_nan=False), min_size=1, max_size=6),
+           fails_on="'sign'", because="forward is not the step")
+
+
+def mean_of_the_unreduced_loss_is_the_builtin_mean(size, classes, weighted, ignored, seed) -> None:
+    """S3, backpropagate-from-a-non-scalar-output.md:36-38, 632-635: for a loss with
+    `reduction='none'`, "`loss.mean().backward()` gives the gradient of the mean loss,
+    the one a training step wants", checked on (w - 1) ** 2 alone. Replayed on the
+    draws of the check of cross_entropy's mean with class weights and ignore_index."""
+    generator = torch.Generator().manual_seed(seed)
+    scores = torch.randn(size, classes, dtype=torch.float64, generator=generator)
+    labels = torch.randint(classes, (size,), generator=generator)
+    labels[:min(ignored, size - 1)] = -100
+    class_weight = torch.rand(classes, dtype=torch.float64, generator=generator) + 0.1 if weighted else None
+    check_close(torch.nn.functional.cross_entropy(scores, labels, weight=class_weight, reduction="none").mean(),
+                torch.nn.functional.cross_entropy(scores, labels, weight=class_weight), "the built-in mean")
+
+
+def test_s3_mean_of_an_unreduced_weighted_or_ignoring_loss_is_another_number(real_claims):
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output",
+           "averages over the weights of the targets it counts", mean_of_the_unreduced_loss_is_the_builtin_mean,
+           st.integers(2, 8), st.integers(2, 5), st.booleans(), st.integers(0, 3), st.integers(0, 2**31 - 1),
+           fails_on=", ", because="the built-in mean")
+
+
+def none_is_refused_for_an_input_that_requires_grad(wants_grad, returns_none) -> bool:
+    """S4/S5, write-a-custom-autograd-function.md:375-376: "(`None` for inputs that are
+    not tensors or need no gradient)", checked by `w.grad is None` for a `w` that needs
+    no gradient. Read as a rule, None anywhere else is refused: autograd accepts it."""
+    returns_none = returns_none[:len(wants_grad)] + [False] * (len(wants_grad) - len(returns_none))
+
+    class Weighted(torch.autograd.Function):
+        @staticmethod
+        def forward(*inputs):
+            return sum(t * (i + 1) for i, t in enumerate(inputs))
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return tuple(None if none else grad_output * (i + 1) for i, none in enumerate(returns_none))
+    inputs = [torch.ones(2, requires_grad=wants) for wants in wants_grad]
+    try:
+        Weighted.apply(*inputs).sum().backward()
+    except RuntimeError:
+        return True
+    return not any(wants and none for wants, none in zip(wants_grad, returns_none))
+
+
+def test_s5_none_for_an_input_that_requires_grad_is_accepted_as_zero(real_claims):
+    replay(real_claims, "how-to/write-a-custom-autograd-function",
+           "For an input that requires grad, `None` is read as a zero gradient",
+           none_is_refused_for_an_input_that_requires_grad,
+           st.lists(st.booleans(), min_size=1, max_size=3).filter(any), st.lists(st.booleans(), max_size=3),
+           fails_on="True")
