@@ -529,3 +529,29 @@ def test_m4_the_batch_sum_trick_handles_several_outputs(real_claims):
     replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points",
            "and `jacrev` returns every sample's Jacobian", batch_sum_trick_is_the_ones_seed,
            small_networks(), st.data(), fails_on="Linear")
+
+
+def penalty_through_compile_raises_one_of_the_two_messages(setting) -> bool:
+    """look-up-the-questions-people-ask.md (d59c23e:1002): "differentiating a gradient
+    again (a Hessian, a gradient penalty) raises "torch.compile with aot_autograd does
+    not currently support double backward" or, depending on the inputs, "appears to not
+    have been used in the graph"": a compiled critic's penalty fails with one of those."""
+    from compiled_double_backward import DOUBLE_BACKWARD, NOT_USED
+
+    critic, x_hat = setting.model, setting.inputs.detach().requires_grad_()
+    scores = critic(x_hat)
+    (gradients,) = torch.autograd.grad(scores, x_hat, torch.ones_like(scores), create_graph=True)
+    try:
+        ((gradients.norm(dim=1) - 1) ** 2).mean().backward()
+    except RuntimeError as error:
+        return str(error).startswith((DOUBLE_BACKWARD, NOT_USED))
+    return False
+
+
+def test_lookup_a_compiled_critic_fails_at_its_first_create_graph(real_claims):
+    from reader_settings import compiled_modules
+
+    replay(real_claims, "reference/look-up-the-questions-people-ask",
+           "For a compiled module with parameters, the first",
+           penalty_through_compile_raises_one_of_the_two_messages, compiled_modules(),
+           fails_on="compiled MLP", because="non-empty donated buffers")
