@@ -728,3 +728,59 @@ def test_s5_none_for_an_input_that_requires_grad_is_accepted_as_zero(real_claims
            none_is_refused_for_an_input_that_requires_grad,
            st.lists(st.booleans(), min_size=1, max_size=3).filter(any), st.lists(st.booleans(), max_size=3),
            fails_on="True")
+
+
+def penalty_through_compile_raises_one_of_the_two_messages(setting) -> bool:
+    """look-up-the-questions-people-ask.md (d59c23e:1002): "differentiating a gradient
+    again (a Hessian, a gradient penalty) raises "torch.compile with aot_autograd does
+    not currently support double backward" or, depending on the inputs, "appears to not
+    have been used in the graph"": a compiled critic's penalty, after a training step,
+    fails with one of those. The critic is compiled afresh, as the page's check does:
+    which error comes depends on the first backward the compiled module ran."""
+    import copy
+
+    from compiled_double_backward import DOUBLE_BACKWARD, NOT_USED
+
+    critic = torch.compile(copy.deepcopy(setting.model._orig_mod), backend="aot_eager")
+    x_hat = setting.inputs.detach().requires_grad_()
+    torch.autograd.grad(critic(x_hat).sum(), x_hat)   # a training step
+    scores = critic(x_hat)
+    try:
+        (gradients,) = torch.autograd.grad(scores, x_hat, torch.ones_like(scores), create_graph=True)
+        ((gradients.norm(dim=1) - 1) ** 2).mean().backward()
+    except RuntimeError as error:
+        if str(error).startswith((DOUBLE_BACKWARD, NOT_USED)):
+            return True
+        raise
+    return False
+
+
+def test_lookup_a_compiled_critic_fails_at_its_first_create_graph(real_claims):
+    from reader_settings import compiled_modules
+
+    replay(real_claims, "reference/look-up-the-questions-people-ask",
+           "Through a compiled module with parameters that has",
+           penalty_through_compile_raises_one_of_the_two_messages, compiled_modules(),
+           fails_on="compiled MLP", because="non-empty donated buffers")
+
+
+def a_hessian_through_compile_raises_one_of_the_two_messages(g, seed) -> bool:
+    """The same old sentence, for "a Hessian": torch.autograd.functional.hessian of a
+    compiled function raises one of the two messages."""
+    from compiled_double_backward import DOUBLE_BACKWARD, NOT_USED
+
+    compiled = torch.compile(lambda t: g(t).sum(), backend="aot_eager")
+    try:
+        torch.autograd.functional.hessian(compiled, g.point(seed))
+    except RuntimeError as error:
+        return str(error).startswith((DOUBLE_BACKWARD, NOT_USED))
+    return False
+
+
+def test_lookup_a_compiled_hessian_can_be_silently_zero(real_claims):
+    from families import elementwise_maps
+
+    replay(real_claims, "reference/look-up-the-questions-people-ask",
+           "`torch.autograd.functional.hessian` of a compiled",
+           a_hessian_through_compile_raises_one_of_the_two_messages, elementwise_maps(), st.integers(0, 2**16),
+           fails_on="(n=")
