@@ -206,9 +206,10 @@ var SiteSearch = (function () {
   function run(sequence, slots) {
     var best = 0;
     for (var start = 0; start < slots.length; start++) {
-      var length = 0, at = -1;
+      var length = 0, at = -1, skipped = false;
       for (var k = start; k < slots.length && slots[k].length; k++) {
-        // The first slot anywhere, each next one right after the last.
+        // The first slot anywhere, each next one right after the last; one
+        // word the reader added between two ("two different losses") is passed over.
         var end = -1, from = at + 1, to = at < 0 ? sequence.length - 1 : at + 1;
         slots[k].some(function (alt) {
           for (var i = from; i <= to; i++) {
@@ -216,8 +217,9 @@ var SiteSearch = (function () {
           }
           return false;
         });
+        if (end < 0 && length && !skipped) { skipped = true; continue; }
         if (end < 0) break;
-        at = end;
+        at = end; skipped = false;
         length += slots[k][0].typed;
       }
       best = Math.max(best, length);
