@@ -13,7 +13,7 @@ kept: a reader pastes code).
 
 It also carries the synonyms (``search_synonyms.txt``): reader words the pages
 do not use, each with the site's words for it. A phrase of theirs of two words
-or more is counted as one more word, in each section's prose and code where
+or more is counted as a term of its own, in each section's prose and code where
 its words stand in a row. A script, not JSON fetched, so the search works from
 ``file://`` too.
 """
@@ -435,9 +435,9 @@ def search_data(app: Sphinx) -> dict:
                             for stems, anchor, glossary in section["entries"]
                             + (api_names if number == 0 else [])
                         ],
-                        # A phrase's hits count as one more word each (BM25's lengths
-                        # barely move); titles, headings and entries are sequences
-                        # site-search.js finds the phrases in itself.
+                        # A phrase's hits count as a term of their own, not in the
+                        # section's length (site-search.js); titles, headings and
+                        # entries are sequences site-search.js finds the phrases in itself.
                         "p": _counts(
                             section["prose"] + phrase_hits(section["prose"], phrases), vocabulary
                         ),

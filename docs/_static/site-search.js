@@ -6,13 +6,14 @@
 // a page matching more of the query's words scores more, but a word no page
 // has is left out rather than emptying the results. A heading, title or index
 // entry holding the query's words in a row (a pasted error message) counts
-// extra, the title most. A synonym's phrase of two words or more ("check
-// gradients") counts only where a page has its words in a row, as one word of
-// its own: words that stand apart ("check" here, "gradient" there) do not say
-// it. A page counts by the share of the matched words one of its sections
-// holds: a long page with each word somewhere, in sections about other
-// things, is not about the query. Each page is listed once, linked to its
-// best-matching section.
+// extra, the title most; one word the reader added between two is passed
+// over. A synonym's phrase of two words or more ("check gradients") counts
+// only where a page has its words in a row, as one word of its own that adds
+// nothing to a page's length: words that stand apart ("check" here, "gradient"
+// there) do not say it. A page counts by the share of the matched words one
+// of its sections holds: a long page with each word somewhere, in sections
+// about other things, is not about the query. Each page is listed once,
+// linked to its best-matching section.
 // Sphinx's search.html still parses the URL and draws the box; this replaces
 // only Search.query. Loaded by a script tag: the search works from file://.
 "use strict";
@@ -34,6 +35,9 @@ var SiteSearch = (function () {
   };
   var FIELDS = tuning.fields, B = tuning.b;
   var data = null, stemmer = null;
+  // The synonyms' phrases: counted where a page holds them, but no words of its
+  // length (a new synonym moves no other query's ranking).
+  var phraseIds = new Set();
 
   function words(text) {
     // Sphinx's splitQuery, stop words and stemmer: the pages' rules (search.py).
@@ -69,6 +73,7 @@ var SiteSearch = (function () {
           phrases.push({ id: ids.get(key), ids: stems.map(function (s) { return ids.get(s); }) });
       });
     });
+    phraseIds = new Set(phrases.map(function (phrase) { return phrase.id; }));
     // A title's, heading's or entry's ids, and the phrases it holds in a row.
     function bag(sequence) {
       var out = sequence.slice();
@@ -118,7 +123,11 @@ var SiteSearch = (function () {
     Object.keys(B).forEach(function (f) { out[f] = total(fields[f]); });
     return out;
   }
-  function total(map) { var n = 0; map.forEach(function (v) { n += v; }); return n; }
+  function total(map) {
+    var n = 0;
+    map.forEach(function (v, id) { if (!phraseIds.has(id)) n += v; });
+    return n;
+  }
   function mean(pages, field) {
     return pages.reduce(function (sum, p) { return sum + p.length[field]; }, 0) / Math.max(pages.length, 1);
   }
@@ -206,9 +215,10 @@ var SiteSearch = (function () {
   function run(sequence, slots) {
     var best = 0;
     for (var start = 0; start < slots.length; start++) {
-      var length = 0, at = -1;
+      var length = 0, at = -1, skipped = false;
       for (var k = start; k < slots.length && slots[k].length; k++) {
-        // The first slot anywhere, each next one right after the last.
+        // The first slot anywhere, each next one right after the last; one
+        // word the reader added between two ("two different losses") is passed over.
         var end = -1, from = at + 1, to = at < 0 ? sequence.length - 1 : at + 1;
         slots[k].some(function (alt) {
           for (var i = from; i <= to; i++) {
@@ -216,8 +226,9 @@ var SiteSearch = (function () {
           }
           return false;
         });
+        if (end < 0 && length && !skipped) { skipped = true; continue; }
         if (end < 0) break;
-        at = end;
+        at = end; skipped = false;
         length += slots[k][0].typed;
       }
       best = Math.max(best, length);

@@ -5,9 +5,12 @@ the same things as a reader who has not read the pages would.
 * ``search_queries_reworded.json``: 22 ("adding up" for accumulate, "prediction"
   for output, "a thousand points" for many points), which the ranking was
   tuned on.
-* ``search_queries_heldout.json``: 15 more, written before that tuning and never
-  tuned on, each with the pages that answer it read off the pages: how far the
-  tuning carries to phrasings it did not see.
+* ``search_queries_heldout.json``: 15 more, written before that tuning and held
+  out from it, each with the pages that answer it read off the pages; since
+  then the development set the next tuning was measured on.
+* ``search_queries_heldout2.json``: 15 more in a reader's words (slang, error
+  fragments, goals), written before that next tuning and not tuned on: how far
+  the ranking carries to phrasings nobody tuned it on.
 
 The aim is the survey's: an answering page first for 0.9 of each set, and in
 the top 3 for every query.
@@ -29,8 +32,11 @@ HERE = Path(__file__).parent
 @pytest.mark.parametrize("queries", [
     "search_queries_reworded.json",
     pytest.param("search_queries_heldout.json", marks=pytest.mark.xfail(
-        strict=True, reason="issue 40: 10 of 15 held-out queries rank an answering page "
-                            "first (9 before the tuning), 12 of 15 in the top 3 (13 before)")),
+        strict=True, reason="issue 40: 13 of 15 development queries rank an answering page "
+                            "first (10 before they were tuned on), 13 of 15 in the top 3 (12)")),
+    pytest.param("search_queries_heldout2.json", marks=pytest.mark.xfail(
+        strict=True, reason="issue 40: 9 of 15 held-out queries rank an answering page first "
+                            "(10 before the tuning on the development set), 13 of 15 in the top 3")),
 ])
 def test_reworded_queries_find_the_answering_page_first(page, traffic, base_url, queries):
     ranks = answering_ranks(page, base_url, json.loads((HERE / queries).read_text("utf8")))
