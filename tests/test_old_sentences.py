@@ -529,3 +529,26 @@ def test_m4_the_batch_sum_trick_handles_several_outputs(real_claims):
     replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points",
            "and `jacrev` returns every sample's Jacobian", batch_sum_trick_is_the_ones_seed,
            small_networks(), st.data(), fails_on="Linear")
+
+
+# -- Audit 2026-12-04, reference/glossary:576: the one-pass check always seeded ones ----
+
+def one_pass_gives_the_ones_seed_product(A_map, seed) -> None:
+    """The old check seeded every member with ones, so a backward that ignored its
+    seed and always gave 1ᵀJ passed it: "one pass gives vᵀJ for one seed" was
+    proven for v = 1 only. The check now draws v; this reading must fail on it."""
+    at = A_map.point().requires_grad_()
+    out = A_map(at)
+    drawn_v = torch.randn(out.shape, dtype=out.dtype,
+                          generator=torch.Generator().manual_seed(seed))
+    out.backward(torch.ones_like(out))
+    check_close(at.grad, drawn_v @ jacobian(A_map, at.detach()), "one backward gives vᵀJ")
+
+
+def test_audit_glossary_one_pass_is_checked_for_drawn_seeds(real_claims):
+    from families import SIZES, linear_maps
+
+    replay(real_claims, "reference/glossary", r"One pass gives $v^\top J$ for one seed",
+           one_pass_gives_the_ones_seed_product,
+           st.one_of(linear_maps(n=st.integers(1, 64), m=SIZES), vector_maps()), SEEDS,
+           fails_on="(n=", because="one backward gives vᵀJ")
