@@ -80,6 +80,20 @@ def report(doctrees: Path, pages: list[Path], only_unchecked: bool = False) -> i
     return 0
 
 
+def page_path(page: str) -> Path:
+    """The page ``--page`` names: a path (from here or absolute) or a docname, with
+    or without ``.md``; a ValueError saying what it expected for anything else."""
+    given = Path(page)
+    named = given if given.suffix == ".md" else given.with_name(given.name + ".md")
+    for candidate in (Path.cwd() / named, DOCS / named):
+        path = candidate.resolve()
+        if path.is_file() and DOCS in path.parents:
+            return path
+    raise ValueError(f"--page {page}: no page of docs/ has that path or docname; give a "
+                     f"page's path (docs/how-to/stop-gradients.md) or its docname "
+                     f"(how-to/stop-gradients)")
+
+
 def _percent(part: int, whole: int) -> str:
     return f"{100 * part / whole:.0f}%" if whole else "n/a"
 
@@ -87,13 +101,18 @@ def _percent(part: int, whole: int) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--doctrees", type=Path, default=ROOT / "_build" / "doctrees")
-    parser.add_argument("--page", type=Path, action="append",
-                        help="report only this page (repeatable)")
+    parser.add_argument("--page", action="append",
+                        help="report only this page, by its path (docs/how-to/x.md) or "
+                             "its docname (how-to/x); repeatable")
     parser.add_argument("--unchecked", action="store_true",
                         help="list only the sentences not fully checked")
     args = parser.parse_args()
-    pages = [p.resolve() for p in args.page] if args.page else sorted(
-        p for p in DOCS.rglob("*.md") if not p.name.startswith("_"))
+    try:
+        pages = [page_path(p) for p in args.page] if args.page else sorted(
+            p for p in DOCS.rglob("*.md") if not p.name.startswith("_"))
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return 2
     if not (args.doctrees / "claims.json").is_file():
         print(f"no {args.doctrees / 'claims.json'}: run `make html` first", file=sys.stderr)
         return 2
