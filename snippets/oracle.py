@@ -310,11 +310,11 @@ def _strategy_words(call: ast.expr) -> str:
                   f" from {low}" if low else f" up to {high}" if high else "")
         return f"{kind}{bounds}".replace("_", "")
     if kind == "sampled_from" and call.args:
-        return f"one of {_short(ast.unparse(call.args[0]))}"
+        return f"one of {_whole(ast.unparse(call.args[0]))}"
     if kind == "booleans":
         return "True and False"
     if kind == "just" and call.args:
-        return f"the value {_short(ast.unparse(call.args[0]))}"
+        return f"the value {_whole(ast.unparse(call.args[0]))}"
     if kind == "data":
         return "values the check draws as it runs"
     if kind == "tuples":

@@ -13,7 +13,8 @@ proven over a family, checked on an example, partly checked or unchecked
 
 Printed per page: a line with the page's four counts, each sentence that is not
 fully checked as ``  <verdict> path:line: sentence`` (all of them without
-``--unchecked``), and the page's declared sentences per marker. Then per section
+``--unchecked``; a generalising sentence checked on an example only is listed as
+such either way), and the page's declared sentences per marker. Then per section
 and in total the four counts, the generalising sentences checked on an example
 only, the declared sentences per marker, and last
 ``claim coverage: N of M (P%)``, N the sentences proven over a family or checked
@@ -65,7 +66,9 @@ def report(doctrees: Path, pages: list[Path], only_unchecked: bool = False) -> i
             continue
         print(f"{path.relative_to(ROOT).as_posix()}: {four_way(tally)}")
         for said, s in sorted(rows, key=lambda row: (cs.VERDICTS.index(row[0]), row[1].line)):
-            if only_unchecked and said in (cs.FAMILY, cs.EXAMPLE):
+            if said == cs.EXAMPLE and s.generalises:
+                said = cs.GENERAL_ON_EXAMPLE  # needs a family: listed with --unchecked
+            elif only_unchecked and said in (cs.FAMILY, cs.EXAMPLE):
                 continue
             print(f"  {said}: {s.path}:{s.line}: {s.text}")
         print(f"  declared: {declared(tally)}")
