@@ -228,10 +228,35 @@ def family_name(strategy) -> str:
         return f"{_function_words(how, base)} for {_parameter(how)} among {family_name(base)}"
     if isinstance(options := getattr(strategy, "original_strategies", None), (list, tuple)):
         return " or ".join(family_name(option) for option in options)  # a | b, one_of(a, b)
+    if _lists_of(strategy) is not None:
+        return f"lists of {family_name(_lists_of(strategy))}"
     try:
         return _strategy_words(ast.parse(repr(strategy), mode="eval").body)
     except (SyntaxError, RecursionError):
+        return _parts_in_words(strategy)
+
+
+def _parts_in_words(strategy) -> str:
+    """A strategy whose repr is no Python (a lambda Hypothesis cannot show, members
+    that print as words), said from its parts: what it picks from, what it lists."""
+    if getattr(strategy, "_transformations", None):
         return "values Hypothesis draws"
+    if type(strategy).__name__ == "SampledFromStrategy":
+        return f"one of [{', '.join(map(repr, strategy.elements))}]"
+    if type(strategy).__name__ == "JustStrategy":
+        return f"the value {strategy.value!r}"
+    return "values Hypothesis draws"
+
+
+def _lists_of(strategy):
+    """The strategy ``st.lists(elements)`` draws its entries from, else None
+    (Hypothesis keeps a lazy strategy's arguments in ``_LazyStrategy__args``)."""
+    function = getattr(strategy, "function", None)
+    arguments = getattr(strategy, "_LazyStrategy__args", ())
+    if getattr(function, "__name__", None) == "lists" and arguments and \
+            not getattr(strategy, "_transformations", None):
+        return arguments[0]
+    return None
 
 
 def _transformed(strategy):

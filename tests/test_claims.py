@@ -306,6 +306,17 @@ def test_a_property_record_says_what_it_held_fixed_and_names_mapped_families(pub
         "i / 4 for i among integers from -20 to 20",
         "tuple(x) for x among lists of integers from 1 to 3"]
     assert record["fixed"] == "the dtype, float64"
+    # A repr that is no Python (a lambda inside a list, members that print as words).
+    class Member:
+        def __init__(self, c):
+            self.c = c
+
+        def __repr__(self):
+            return f"flip(x) * c, c = {self.c}"
+
+    words = oracle.family_name(st.lists(signed, max_size=3) | st.sampled_from([Member(1), Member(2)]))
+    assert words == ("lists of one of [m, -m] for m among floats from 0.001 to 1000.0 or "
+                     "one of [flip(x) * c, c = 1, flip(x) * c, c = 2]"), words
 
 
 def test_a_property_record_names_its_family_and_the_members_drawn(published):
