@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import sys
 import zlib
 from collections.abc import Callable
@@ -95,7 +96,7 @@ def check_close(
         worst = (a - e).abs().nan_to_num(nan=float("inf")).max().item()
         _fail(claim, actual_t, expected_t, f"largest difference {worst:.3g}")
     _proved("check_close", claim, quote, show, compared=lambda a, e: (
-        f"{_side(a, actual_t)} against {_side(e, expected_t, stated=True)}, "
+        f"{_side(a, actual_t)} against {_side(e, expected_t, quote=quote)}, "
         f"equal within {atol:g} + {rtol:g} × |expected|"))
 
 
@@ -150,7 +151,8 @@ def check_differs(actual, belief, claim: str | None = None, *, quote: str | None
 
 
 def check_property(holds: Callable[..., bool | None], *families, claim: str | None = None,
-                   quote: str | None = None, examples: int | None = None) -> None:
+                   quote: str | None = None, examples: int | None = None,
+                   fixed: str | None = None) -> None:
     """Raise ``ClaimFailed`` unless ``holds(*members)`` for every member of the families.
 
     For a sentence stated over a family ("for every elementwise f", "at any
@@ -161,6 +163,9 @@ def check_property(holds: Callable[..., bool | None], *families, claim: str | No
     (``families.CLAIM_SETTINGS``: the same members on every build and machine, no
     example database), bounded by ``examples``, and leaves torch's random state as
     it found it, so a hidden check never changes what the visible cells compute.
+    ``fixed`` says, in a reader's words, what ``holds`` keeps the same for every
+    member (a seed of ones, one dtype): the reveal shows it beside the family, so a
+    sentence that says more than the family varies reads as such.
     """
     from families import CLAIM_SETTINGS, from_the_seed_alone
     from hypothesis import given, seed, settings
@@ -206,21 +211,109 @@ def check_property(holds: Callable[..., bool | None], *families, claim: str | No
             _inside_property = outer
     names = [family_name(family) for family in families]
     _proved("check_property", claim, quote, False, scope="family", examples=examples,
-            families=names, **_members(drawn),
-            compared=lambda source, *_: (f"`{_short(source, 70)}`" if source else "the check")
+            families=names, **_members(drawn), **({"fixed": fixed} if fixed else {}),
+            compared=lambda source, *_: (f"`{_whole(source)}`" if source else "the check")
             + " held for every member drawn")
 
 
 def family_name(strategy) -> str:
     """What a reader calls a family: its name (``families.named``), else what it
-    draws in words ("integers from 0 to 5"), never Hypothesis's repr."""
+    draws in words ("integers from 0 to 5", "one of [m, -m] for m among floats
+    from 0.001 to 1000.0"), never Hypothesis's repr."""
     named = getattr(strategy, "family_name", None)
     if named:
         return named
+    base, how = _transformed(strategy)
+    if base is not None:
+        return f"{_function_words(how, base)} for {_parameter(how)} among {family_name(base)}"
+    if isinstance(options := getattr(strategy, "original_strategies", None), (list, tuple)):
+        return " or ".join(family_name(option) for option in options)  # a | b, one_of(a, b)
+    if _lists_of(strategy) is not None:
+        return f"lists of {family_name(_lists_of(strategy))}"
     try:
         return _strategy_words(ast.parse(repr(strategy), mode="eval").body)
     except (SyntaxError, RecursionError):
+        return _parts_in_words(strategy)
+
+
+def _parts_in_words(strategy) -> str:
+    """A strategy whose repr is no Python (a lambda Hypothesis cannot show, members
+    that print as words), said from its parts: what it picks from, what it lists."""
+    if getattr(strategy, "_transformations", None):
         return "values Hypothesis draws"
+    if type(strategy).__name__ == "SampledFromStrategy":
+        return f"one of [{', '.join(map(repr, strategy.elements))}]"
+    if type(strategy).__name__ == "JustStrategy":
+        return f"the value {strategy.value!r}"
+    return "values Hypothesis draws"
+
+
+def _lists_of(strategy):
+    """The strategy ``st.lists(elements)`` draws its entries from, else None
+    (Hypothesis keeps a lazy strategy's arguments in ``_LazyStrategy__args``)."""
+    function = getattr(strategy, "function", None)
+    arguments = getattr(strategy, "_LazyStrategy__args", ())
+    if getattr(function, "__name__", None) == "lists" and arguments and \
+            not getattr(strategy, "_transformations", None):
+        return arguments[0]
+    return None
+
+
+def _transformed(strategy):
+    """``(base, function)`` for ``base.map(function)`` or ``base.flatmap(function)``,
+    else ``(None, None)``. Hypothesis keeps a lazy strategy's maps in
+    ``_transformations`` and a flatmap's parts as ``base`` and ``expand``
+    (hypothesis 6.1xx; tests/test_claims.py holds the words this gives)."""
+    if getattr(strategy, "expand", None) and getattr(strategy, "base", None) is not None:
+        return strategy.base, strategy.expand
+    maps = getattr(strategy, "_transformations", None)
+    if maps and maps[-1][0] == "map":
+        from hypothesis.strategies._internal.lazy import LazyStrategy
+
+        bare = LazyStrategy(strategy.function, strategy._LazyStrategy__args,
+                            strategy._LazyStrategy__kwargs, transforms=tuple(maps[:-1]))
+        return bare, maps[-1][1]
+    return None, None
+
+
+class _Symbol:
+    """A drawn value as a name: a map or flatmap applied to it says what it does
+    (``lambda m: sampled_from([m, -m])`` gives "one of [m, -m]")."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _op(template):
+        return lambda self, *other: _Symbol(template.format(self, *other))
+
+    __neg__ = _op("-{}")
+    __add__, __radd__ = _op("{} + {}"), _op("{1} + {0}")
+    __sub__, __rsub__ = _op("{} - {}"), _op("{1} - {0}")
+    __mul__, __rmul__ = _op("{} * {}"), _op("{1} * {0}")
+    __truediv__, __rtruediv__ = _op("{} / {}"), _op("{1} / {0}")
+    __pow__ = _op("{} ** {}")
+    __getitem__ = _op("{}[{}]")
+    __iter__ = None  # tuple(x) needs a real value: iterating by __getitem__ never ends
+    del _op
+
+
+def _parameter(function) -> str:
+    code = getattr(function, "__code__", None)
+    return code.co_varnames[0] if code is not None and code.co_argcount else "x"
+
+
+def _function_words(function, base) -> str:
+    """What a map or flatmap makes of a drawn value ``x``, in words."""
+    name = _parameter(function)
+    try:
+        made = function(_Symbol(name))
+    except Exception:  # it needs a real value (tuple(x), complex(x[0], x[1]))
+        shown = getattr(function, "__name__", "<lambda>")
+        return f"{shown}({name})" if shown != "<lambda>" else f"a value computed from {name}"
+    return family_name(made) if hasattr(made, "example") else _whole(repr(made))
 
 
 def _strategy_words(call: ast.expr) -> str:
@@ -242,13 +335,15 @@ def _strategy_words(call: ast.expr) -> str:
                   f" from {low}" if low else f" up to {high}" if high else "")
         return f"{kind}{bounds}".replace("_", "")
     if kind == "sampled_from" and call.args:
-        return f"one of {_short(ast.unparse(call.args[0]))}"
+        return f"one of {_whole(ast.unparse(call.args[0]))}"
     if kind == "booleans":
         return "True and False"
     if kind == "just" and call.args:
-        return f"the value {_short(ast.unparse(call.args[0]))}"
+        return f"the value {_whole(ast.unparse(call.args[0]))}"
     if kind == "data":
         return "values the check draws as it runs"
+    if kind == "tuples":
+        return f"tuples of ({', '.join(_strategy_words(part) for part in call.args)})"
     if kind == "lists" and call.args:
         return f"lists of {_strategy_words(call.args[0])}"
     return kind.replace("_", " ")
@@ -276,17 +371,27 @@ def _short(text: str, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _side(source: str | None, value, stated: bool = False) -> str:
+def _side(source: str | None, value, quote: str | None = None) -> str:
     """One side of a comparison: the code that computed it and its value, shortened.
-    A literal is what the page states, said as such."""
+    A literal is a value typed out: said to be the sentence's when the quoted
+    sentence states its numbers, else the check's own."""
     shown = _short(repr(value))
     if source is None:
         return shown
-    if source == "_":
-        return f"the output shown above, {shown}"
-    if stated and _is_literal(source):
-        return f"the stated value {shown}"
-    return f"`{_short(source, 50)}` = {shown}"
+    if quote is not None and _is_literal(source):
+        whose = "the sentence states" if _states(quote, source) else "typed in the check"
+        return f"the value {whose}, {shown}"
+    named = _named(source)
+    return f"{named} = {shown}" if named.startswith("`") else f"{named}, {shown}"
+
+
+NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e-?\d+)?")
+
+
+def _states(quote: str, literal: str) -> bool:
+    """Whether every number of the typed value stands in the quoted sentence."""
+    said = {float(n) for n in NUMBER.findall(quote)}
+    return all(float(n) in said for n in NUMBER.findall(literal))
 
 
 def _is_literal(source: str) -> bool:
@@ -315,13 +420,36 @@ def _text_compared(source: str | None, actual: str, expected_source: str | None)
     if inner is not None and actual.startswith("(") and set(
             actual.strip("(),").replace(" ", "").split(",")) <= {"True", "False"}:
         return f"{_named(inner)} is {_short(actual)}"
-    where = f"`{_short(source, 50)}` printed" if source else "printed"
+    where = f"{_named(source)} printed" if source else "printed"
     return f"{where} {_short(actual)!r}, the text expected"
 
 
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
+
+
 def _named(source: str) -> str:
-    """Code as a reader names it: ``_`` is the output the visible cell above showed."""
-    return "the output shown above" if source == "_" else f"`{_short(source, 70)}`"
+    """Code as a reader names it: ``_`` is the output the visible cell above
+    showed, ``_[1]`` the second value it showed, ``_["key"]`` its "key" entry;
+    other code is shown whole, with ``_`` said in words if it reads it."""
+    source = _whole(source)
+    if source == "_":
+        return "the output shown above"
+    node = ast.parse(source, mode="eval").body
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and \
+            node.value.id == "_" and isinstance(node.slice, ast.Constant):
+        key = node.slice.value
+        if isinstance(key, int) and 0 <= key < len(ORDINALS):
+            return f"the {ORDINALS[key]} value the cell above displayed"
+        if isinstance(key, str):
+            return f"the value {key!r} the cell above displayed"
+    if any(isinstance(n, ast.Name) and n.id == "_" for n in ast.walk(node)):
+        return f"`{source}` (`_`: what the cell above displayed)"
+    return f"`{source}`"
+
+
+def _whole(source: str) -> str:
+    """Code on one line, all of it: the detail wraps it, so nothing is cut."""
+    return " ".join(str(source).split())
 
 
 def _call_arguments(frame) -> list[str] | None:

@@ -13,6 +13,8 @@ have a constant derivative.
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 from hypothesis import strategies as st
 
@@ -62,6 +64,31 @@ def survives_a_second_pass(chain: list[str], leaf: torch.Tensor) -> bool:
     except RuntimeError:
         return False
     return True
+
+
+# How a first pass is asked for: through backward or autograd.grad, with either flag.
+FIRST_PASS_FLAGS = ({}, {"retain_graph": True}, {"create_graph": True},
+                    {"create_graph": True, "retain_graph": False})
+
+
+def second_pass_runs_exactly_when_kept(chain: list[str], through_grad: bool, flags: dict) -> bool:
+    """A second pass after a first one with ``flags`` runs exactly when the first kept
+    the saved tensors: ``retain_graph``, which defaults to ``create_graph``'s value,
+    or a chain that saved none."""
+    leaf = torch.linspace(0.5, 2.0, 4, dtype=torch.float64, requires_grad=True)
+    out = summed_chain(chain, leaf)
+    if through_grad:
+        torch.autograd.grad(out, leaf, **flags)
+    else:
+        with warnings.catch_warnings():  # backward(create_graph=True) warns of a cycle
+            warnings.simplefilter("ignore", UserWarning)
+            out.backward(**flags)
+    kept = flags.get("retain_graph", flags.get("create_graph", False))
+    try:
+        torch.autograd.grad(out, leaf)
+    except RuntimeError as error:
+        return not kept and "backward through the graph a second time" in str(error)
+    return kept or survives_a_second_pass(chain, leaf.detach().clone().requires_grad_())
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 import torch
@@ -139,3 +140,21 @@ def test_a_count_in_prose_is_the_number_make_claims_prints():
     assert count_text(counts, "partly checked") == "1" and count_text(counts, "% rhetoric") == "4"
     assert count_text(counts, "proven overall") is None
     assert count_text(counts, "tutorial: coverage") is None
+
+
+def test_a_numbered_source_goes_when_no_check_quotes_its_page_any_more(tmp_path):
+    """reproducible.py removes the numbered source of a page that is gone or whose
+    checks no longer quote it: a clean build writes none for it."""
+    from types import SimpleNamespace
+
+    from autograd_docs.html.reproducible import _stale_source_lines
+
+    folder = tmp_path / "_source-lines"
+    for name in ("quoted.md", "how-to/unquoted.md", "removed.md"):
+        (folder / f"{name}.html").parent.mkdir(parents=True, exist_ok=True)
+        (folder / f"{name}.html").write_text("numbered", encoding="utf8")
+    env = SimpleNamespace(srcdir=str(tmp_path / "docs"), autograd_docs_claims={
+        "quoted": [{"quote": "a sentence"}], "how-to/unquoted": []})
+    env.path2doc = lambda path: Path(path).relative_to(env.srcdir).with_suffix("").as_posix()
+    assert sorted(p.relative_to(folder).as_posix() for p in _stale_source_lines(env, folder)) == [
+        "how-to/unquoted.md.html", "removed.md.html"]

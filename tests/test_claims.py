@@ -153,6 +153,21 @@ def test_make_claims_reports_each_page_and_the_coverage_last(built_copy):
     assert re.match(r"claim coverage: \d+ of \d+ \(\d+%\)$", lines[-1]), lines[-1]
 
 
+@pytest.mark.parametrize("given", ["how-to/stop-gradients", "docs/how-to/stop-gradients.md",
+                                   "how-to/stop-gradients.md"])
+def test_make_claims_takes_a_page_by_its_path_or_its_docname(given, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert claims_tool.page_path(given) == ROOT / "docs" / "how-to" / "stop-gradients.md"
+
+
+def test_make_claims_says_what_a_page_should_be(tmp_path):
+    result = subprocess.run(
+        [PYTHON, str(ROOT / "tools" / "claims.py"), "--doctrees", str(tmp_path),
+         "--page", "how-to/no-such-page"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "its docname (how-to/stop-gradients)" in result.stderr
+
+
 def test_make_claims_says_what_to_do_without_a_build(tmp_path):
     result = subprocess.run(
         [PYTHON, str(ROOT / "tools" / "claims.py"), "--doctrees", str(tmp_path)],
@@ -243,8 +258,8 @@ def test_a_record_says_what_was_compared_on_this_example(published):
     oracle.check_raised(RuntimeError, "element 0", quote="backward raises on a constant tensor")
     stated, computed, condition, differs, raised = published
     assert all(r["scope"] == "example" for r in published)
-    assert stated["compared"] == ("`x * 2` = tensor([2., 4.]) against the stated value "
-                                  "tensor([2., 4.]), equal within 1e-06 + 1e-05 × |expected|")
+    assert stated["compared"] == ("`x * 2` = tensor([2., 4.]) against the value typed in the "
+                                  "check, tensor([2., 4.]), equal within 1e-06 + 1e-05 × |expected|")
     assert computed["compared"].startswith("`x * 2` = tensor([2., 4.]) against `2 * x` = ")
     assert condition["compared"] == "`bool(x.sum() > 2)` is True"
     assert differs["compared"] == ("the counterexample `x` = tensor([1., 2.], dtype=torch.float64) "
@@ -252,6 +267,56 @@ def test_a_record_says_what_was_compared_on_this_example(published):
                                    "dtype=torch.float64) by more than 0.0001")
     assert raised["compared"] == ("the cell above raised RuntimeError, its message starting "
                                   "'element 0'")
+
+
+def test_a_record_says_whose_value_a_literal_is_and_names_what_the_cell_showed(published):
+    """A typed value is the sentence's only when the sentence states its numbers;
+    ``_[i]`` is said in words; code is shown whole, however long."""
+    import oracle
+    import torch
+
+    _ = (torch.tensor([1.0]), torch.tensor([3.0, 12.0]))
+    oracle.check_close(_[1], torch.tensor([3.0, 12.0]), quote="the gradient is 3 and 12")
+    oracle.check_close(_[0] * 1.0 + torch.zeros(1) + torch.zeros(1) + torch.zeros(1) * 2.0, [1.0],
+                       quote="the first entry is one")
+    oracle.check_text(repr(bool(_[1].sum() > 0)), "True", quote="the entries sum to more")
+    by_name, long_code, condition = published
+    assert by_name["compared"].startswith(
+        "the second value the cell above displayed, tensor([ 3., 12.]) against the value "
+        "the sentence states, tensor([ 3., 12.])"), by_name
+    assert long_code["compared"].startswith(
+        "`_[0] * 1.0 + torch.zeros(1) + torch.zeros(1) + torch.zeros(1) * 2.0` (`_`: what the "
+        "cell above displayed) = tensor([1.]) against the value typed in the check, "), long_code
+    assert condition["compared"] == ("`bool(_[1].sum() > 0)` (`_`: what the cell above "
+                                     "displayed) is True")
+
+
+def test_a_property_record_says_what_it_held_fixed_and_names_mapped_families(published):
+    import oracle
+    from hypothesis import strategies as st
+
+    signed = st.floats(1e-3, 1e3).flatmap(lambda m: st.sampled_from([m, -m]))
+    quarters = st.integers(-20, 20).map(lambda i: i / 4)
+    shapes = st.lists(st.integers(1, 3), max_size=3).map(tuple)
+    oracle.check_property(lambda a, b, c: abs(a) * 1 >= 0, signed, quarters, shapes,
+                          fixed="the dtype, float64", quote="any signed number is at least zero")
+    [record] = published
+    assert record["families"] == [
+        "one of [m, -m] for m among floats from 0.001 to 1000.0",
+        "i / 4 for i among integers from -20 to 20",
+        "tuple(x) for x among lists of integers from 1 to 3"]
+    assert record["fixed"] == "the dtype, float64"
+    # A repr that is no Python (a lambda inside a list, members that print as words).
+    class Member:
+        def __init__(self, c):
+            self.c = c
+
+        def __repr__(self):
+            return f"flip(x) * c, c = {self.c}"
+
+    words = oracle.family_name(st.lists(signed, max_size=3) | st.sampled_from([Member(1), Member(2)]))
+    assert words == ("lists of one of [m, -m] for m among floats from 0.001 to 1000.0 or "
+                     "one of [flip(x) * c, c = 1, flip(x) * c, c = 2]"), words
 
 
 def test_a_property_record_names_its_family_and_the_members_drawn(published):

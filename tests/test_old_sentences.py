@@ -784,3 +784,134 @@ def test_lookup_a_compiled_hessian_can_be_silently_zero(real_claims):
            "`torch.autograd.functional.hessian` of a compiled",
            a_hessian_through_compile_raises_one_of_the_two_messages, elementwise_maps(), st.integers(0, 2**16),
            fails_on="(n=")
+
+
+# -- Audit 2026-12-04, reference/glossary:576: the one-pass check always seeded ones ----
+
+def one_pass_gives_the_ones_seed_product(A_map, seed) -> None:
+    """The old check seeded every member with ones, so a backward that ignored its
+    seed and always gave 1ᵀJ passed it: "one pass gives vᵀJ for one seed" was
+    proven for v = 1 only. The check now draws v; this reading must fail on it."""
+    at = A_map.point().requires_grad_()
+    out = A_map(at)
+    drawn_v = torch.randn(out.shape, dtype=out.dtype,
+                          generator=torch.Generator().manual_seed(seed))
+    out.backward(torch.ones_like(out))
+    check_close(at.grad, drawn_v @ jacobian(A_map, at.detach()), "one backward gives vᵀJ")
+
+
+def test_audit_glossary_one_pass_is_checked_for_drawn_seeds(real_claims):
+    from families import SIZES, linear_maps
+
+    replay(real_claims, "reference/glossary", r"One pass gives $v^\top J$ for one seed",
+           one_pass_gives_the_ones_seed_product,
+           st.one_of(linear_maps(n=st.integers(1, 64), m=SIZES), vector_maps()), SEEDS,
+           fails_on="(n=", because="one backward gives vᵀJ")
+
+
+# -- Reference reading (s2): a view made under no_grad or inference_mode keeps the flag --
+
+GLOSSARY_OPERATIONS = ("x * 2", "sin", "x.sum()", "x.double()", "x @ x", "x[0]", "x[1:]",
+                       "x.view(3, 1)", "x.unsqueeze(0)", "argmax", "x > 0", "x.long()",
+                       "x.int()", "argsort", "x == 1")
+
+
+def nothing_made_under_no_grad_requires_grad(op_name, context) -> bool:
+    """glossary.md (requires_grad, no_grad): "The result of an operation on such a
+    tensor inherits it, except inside no_grad or inference mode"; "results do not
+    require grad". A view of a tensor that requires grad keeps the flag there."""
+    ops = {"x * 2": lambda t: t * 2, "sin": torch.sin, "x.sum()": lambda t: t.sum(),
+           "x.double()": lambda t: t.double(), "x @ x": lambda t: t @ t,
+           "x[0]": lambda t: t[0], "x[1:]": lambda t: t[1:],
+           "x.view(3, 1)": lambda t: t.view(3, 1), "x.unsqueeze(0)": lambda t: t.unsqueeze(0),
+           "argmax": torch.argmax, "x > 0": lambda t: t > 0, "x.long()": lambda t: t.long(),
+           "x.int()": lambda t: t.int(), "argsort": torch.argsort, "x == 1": lambda t: t == 1}
+    leaf = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    with {"plain": torch.enable_grad, "no_grad": torch.no_grad,
+          "inference_mode": torch.inference_mode}[context]():
+        result = ops[op_name](leaf)
+    return context == "plain" or not result.requires_grad
+
+
+def test_reading_views_under_no_grad_keep_requires_grad(real_claims):
+    replay(real_claims, "reference/glossary",
+           "The result of an operation on such a tensor inherits it, except for",
+           nothing_made_under_no_grad_requires_grad, st.sampled_from(sorted(GLOSSARY_OPERATIONS)),
+           st.sampled_from(["inference_mode", "no_grad", "plain"]), fails_on="x")
+
+
+def backward_fills_every_leaf_that_requires_grad(graph) -> bool:
+    """differentiation-apis.md (reverse mode on a graph you built): "`backward` adds
+    the result into `.grad` of every leaf tensor that requires grad". A leaf y was
+    computed from only through .detach(), argmax or a comparison gets nothing."""
+    return all(grad is not None for grad in grads_after_backward(graph)) if graph[5] is None \
+        else True
+
+
+def test_reading_backward_fills_only_the_leaves_y_depends_on(real_claims):
+    replay(real_claims, "reference/differentiation-apis",
+           "`backward` adds the result into `.grad` of every {term}`leaf tensor` that requires grad and",
+           backward_fills_every_leaf_that_requires_grad, leaf_graphs_with_cut_paths(), fails_on="x")
+
+
+def functional_call_of_the_parameters_alone_runs_under_grad(setting) -> bool:
+    """R1, differentiation-apis.md (functional_call): "runs a module with the
+    parameters you pass as a dict, leaving the module's own untouched, so a transform
+    can differentiate with respect to them: grad(lambda p: functional_call(model, p,
+    (x,)).sum())(params)". In training mode BatchNorm updates its own buffers, and
+    under grad that raises."""
+    model, batch = setting.model, setting.inputs.detach()
+    params = {name: p.detach() for name, p in model.named_parameters()}
+    torch.func.grad(lambda p: torch.func.functional_call(model, p, (batch,)).sum())(params)
+    return True
+
+
+def test_r1_functional_call_needs_the_buffers_of_a_train_mode_batchnorm(real_claims):
+    from reader_settings import train_mode_models
+
+    replay(real_claims, "reference/differentiation-apis", "Buffers you do not pass, such",
+           functional_call_of_the_parameters_alone_runs_under_grad, train_mode_models(),
+           fails_on="BatchNorm1d", because="mutate a captured Tensor")
+
+
+def second_call_as_written_gives_u_xx(net, seed) -> None:
+    """R13, look-up-the-questions-people-ask.md (PINN): "`u_xx = grad(u_x, x,
+    torch.ones_like(u_x))[0]`" with no word on when it raises; its check ran another
+    call (allow_unused=True, materialize_grads=True). As written it raises for a
+    network with no activation, whose u_x does not depend on the input."""
+    points = torch.randn(5, 1, dtype=torch.float64,
+                         generator=torch.Generator().manual_seed(seed)).requires_grad_()
+    u = net(points)[:, :1]
+    (u_x,) = torch.autograd.grad(u, points, torch.ones_like(u), create_graph=True)
+    torch.autograd.grad(u_x, points, torch.ones_like(u_x))
+
+
+def test_r13_the_pinn_second_call_raises_without_an_activation(real_claims):
+    from families import Network
+
+    nets = st.one_of(small_networks(batchnorm=False, n=st.just(1)),
+                     small_networks(batchnorm=False, n=st.just(1)).map(
+                         lambda net: Network(net[0], net[-1])))
+    nets.family_name = "small networks on one feature, with an activation or none"
+    replay(real_claims, "reference/look-up-the-questions-people-ask",
+           "The second call raises", second_call_as_written_gives_u_xx, nets,
+           st.integers(0, 2**16), fails_on="Linear(1→", because="not have been used in the graph")
+
+
+def detach_or_force_converts_autocast_output(dtype, seed) -> None:
+    """R2/R3, error-messages.md (numpy() on a tensor that requires grad): "detach
+    first (and .cpu() first for a GPU tensor), or call x.numpy(force=True)" as the
+    whole fix. autocast's bfloat16 output has no NumPy dtype either way."""
+    layer = torch.nn.Linear(3, 2)
+    with torch.random.fork_rng(devices=[]), torch.autocast("cpu", dtype=dtype):
+        torch.manual_seed(seed)
+        out = layer(torch.randn(4, 3))
+    out.numpy(force=True)
+
+
+def test_r2_numpy_of_autocast_bfloat16_needs_float_first(real_claims):
+    from reader_settings import autocast_dtypes
+
+    replay(real_claims, "reference/error-messages", "A bfloat16 tensor, such as",
+           detach_or_force_converts_autocast_output, autocast_dtypes(), st.integers(0, 2**16),
+           fails_on="torch.bfloat16", because="BFloat16")

@@ -13,7 +13,8 @@ proven over a family, checked on an example, partly checked or unchecked
 
 Printed per page: a line with the page's four counts, each sentence that is not
 fully checked as ``  <verdict> path:line: sentence`` (all of them without
-``--unchecked``), and the page's declared sentences per marker. Then per section
+``--unchecked``; a generalising sentence checked on an example only is listed as
+such either way), and the page's declared sentences per marker. Then per section
 and in total the four counts, the generalising sentences checked on an example
 only, the declared sentences per marker, and last
 ``claim coverage: N of M (P%)``, N the sentences proven over a family or checked
@@ -65,7 +66,9 @@ def report(doctrees: Path, pages: list[Path], only_unchecked: bool = False) -> i
             continue
         print(f"{path.relative_to(ROOT).as_posix()}: {four_way(tally)}")
         for said, s in sorted(rows, key=lambda row: (cs.VERDICTS.index(row[0]), row[1].line)):
-            if only_unchecked and said in (cs.FAMILY, cs.EXAMPLE):
+            if said == cs.EXAMPLE and s.generalises:
+                said = cs.GENERAL_ON_EXAMPLE  # needs a family: listed with --unchecked
+            elif only_unchecked and said in (cs.FAMILY, cs.EXAMPLE):
                 continue
             print(f"  {said}: {s.path}:{s.line}: {s.text}")
         print(f"  declared: {declared(tally)}")
@@ -80,6 +83,20 @@ def report(doctrees: Path, pages: list[Path], only_unchecked: bool = False) -> i
     return 0
 
 
+def page_path(page: str) -> Path:
+    """The page ``--page`` names: a path (from here or absolute) or a docname, with
+    or without ``.md``; a ValueError saying what it expected for anything else."""
+    given = Path(page)
+    named = given if given.suffix == ".md" else given.with_name(given.name + ".md")
+    for candidate in (Path.cwd() / named, DOCS / named):
+        path = candidate.resolve()
+        if path.is_file() and DOCS in path.parents:
+            return path
+    raise ValueError(f"--page {page}: no page of docs/ has that path or docname; give a "
+                     f"page's path (docs/how-to/stop-gradients.md) or its docname "
+                     f"(how-to/stop-gradients)")
+
+
 def _percent(part: int, whole: int) -> str:
     return f"{100 * part / whole:.0f}%" if whole else "n/a"
 
@@ -87,13 +104,18 @@ def _percent(part: int, whole: int) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--doctrees", type=Path, default=ROOT / "_build" / "doctrees")
-    parser.add_argument("--page", type=Path, action="append",
-                        help="report only this page (repeatable)")
+    parser.add_argument("--page", action="append",
+                        help="report only this page, by its path (docs/how-to/x.md) or "
+                             "its docname (how-to/x); repeatable")
     parser.add_argument("--unchecked", action="store_true",
                         help="list only the sentences not fully checked")
     args = parser.parse_args()
-    pages = [p.resolve() for p in args.page] if args.page else sorted(
-        p for p in DOCS.rglob("*.md") if not p.name.startswith("_"))
+    try:
+        pages = [page_path(p) for p in args.page] if args.page else sorted(
+            p for p in DOCS.rglob("*.md") if not p.name.startswith("_"))
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return 2
     if not (args.doctrees / "claims.json").is_file():
         print(f"no {args.doctrees / 'claims.json'}: run `make html` first", file=sys.stderr)
         return 2

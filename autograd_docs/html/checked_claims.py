@@ -58,6 +58,7 @@ RECORD_FIELDS = (
     "compared",
     "examples",
     "families",
+    "fixed",
     "members",
     "drawn",
     "smallest",

@@ -20,8 +20,9 @@ removes nothing; this part mends what that leaves different from a clean build:
   site's stylesheets and scripts as ``site.css?v=<checksum>``, and Sphinx would
   keep the old checksum in every page it does not write.
 - **Nothing left behind**: a removed page's files (its HTML, source copy,
-  notebooks, traceback report), a traceback report once its page is read again,
-  figures no page shows any more, and Sphinx's ``.buildinfo.bak``.
+  notebooks, traceback report, numbered source), a traceback report once its page
+  is read again, figures no page shows any more, the numbered source of a page no
+  check quotes any more, and Sphinx's ``.buildinfo.bak``.
 - **The search index whole**: ``_compat.complete_incremental_search_index``.
 """
 
@@ -36,7 +37,8 @@ from sphinx.config import Config
 from sphinx.util.matching import Matcher
 
 from autograd_docs import _compat
-from autograd_docs.execution import cache_key
+from autograd_docs.execution import cache_key, claims
+from autograd_docs.html import checked_claims
 
 if TYPE_CHECKING:
     from sphinx.builders.html import StandaloneHTMLBuilder
@@ -132,7 +134,20 @@ def _remove_what_no_page_uses(app: Sphinx, exception: Exception | None) -> None:
         for path in executed.rglob("*")
         if path.is_file() and path.suffix != ".ipynb" and path.resolve() not in shown
     ]
+    unused += _stale_source_lines(env, outdir / checked_claims.SOURCE_LINES)
     _remove(outdir.parent, [*unused, outdir / ".buildinfo.bak"])
+
+
+def _stale_source_lines(env, folder: Path) -> list[Path]:
+    """The numbered sources (``checked_claims.write_source_lines``) of pages that are
+    gone or whose checks no longer quote them: a clean build writes none for them."""
+    stale = []
+    for path in folder.rglob("*.html"):
+        source = path.relative_to(folder).with_suffix("").as_posix()  # "a/b.md"
+        docname = env.path2doc(str(Path(env.srcdir, source)))
+        if docname is None or not claims.claims_of(env, docname):
+            stale.append(path)
+    return stale
 
 
 def _remove(root: Path, paths: list[Path]) -> None:

@@ -131,6 +131,8 @@
     var head = add(detail, "p");
     add(head, "strong", "", scope(claim) + (claim.outside.length ? ", partly" : "") + ".");
     if (claim.compared) head.appendChild(document.createTextNode(" Compared: " + claim.compared + "."));
+    // What the check kept the same for every member: the sentence may say more.
+    if (claim.fixed) add(detail, "p", "claim-fixed", "The same for every member: " + claim.fixed + ".");
     if (claim.drawn) {
       var ends = "smallest" in claim ? " Numbers drawn ran from " + claim.smallest + " to " +
                                        claim.largest + "." : "";

@@ -126,9 +126,13 @@ def detail_problems(page, claims: list[dict], by_mouse: bool = True) -> list[str
         scope = (f"Checked over {claim['members']} member" if claim["scope"] == "family"
                  else "Checked on ")
         wanted = [scope, " ".join(claim["compared"].split())[:40], f"torch {claim['torch']}",
-                  *claim.get("families", [])]
+                  *claim.get("families", []), *([claim["fixed"]] if "fixed" in claim else [])]
         problems += [f"detail {index + 1} does not say {word!r}: {text!r}"
                      for word in wanted if word not in text]
+        # Reader words: code whole (not cut inside a backtick), a family by its name.
+        problems += [f"detail {index + 1} says {words!r}: {text!r}"
+                     for words in ("…`", "values Hypothesis draws", "the stated value")
+                     if words in text]
         scope_said = text.split(" Compared: ")[0]  # the detail's own words on its reach
         if "proved" in scope_said or "proven" in scope_said:
             problems.append(f"detail {index + 1} claims proof: {text!r}")
