@@ -21,6 +21,7 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbclient
 import nbformat
@@ -517,12 +518,18 @@ def test_the_next_build_forks_its_pages_from_the_warm_server(tmp_path):
     assert not Path(start_lock.path(str(folder))).exists()
 
 
-@pytest.mark.build
 def test_a_warm_server_exits_once_idle_for_its_idle_time(tmp_path):
-    # Long enough that both pages are forked from it on a loaded machine.
-    _, pages = build_site(tmp_path, **{settings.IDLE_SWITCH: "15"})
-    assert wait_until_dead(forked_by(pages), timeout=60)
-    folder = warm_server.folder_of(tmp_path / "src")
+    """Started as a build starts it (its idle time from the settings), it forks a
+    page, then exits once idle for that long, leaving no folder and no lock.
+    (That a build leaves it running and the next build forks from it: above.)"""
+    site = tmp_path / "src"
+    socket_path = warm_server.socket_for(BUILD_ENVIRONMENT, site, idle=1, snippets=None)
+    folder = warm_server.folder_of(site)
+    server_pid = warm_server._hello(folder)[1]
+    ran = run_forked(SimpleNamespace(socket_path=socket_path),
+                     notebook("import os\nprint(os.getppid())"), tmp_path)
+    assert ran.cells[0].outputs[0].text.strip() == str(server_pid), "forked from it"
+    assert wait_until_dead(server_pid, timeout=60)
     assert not folder.exists() and not Path(start_lock.path(str(folder))).exists()
 
 
