@@ -23,7 +23,7 @@ from filelock import FileLock
 from autograd_docs.execution.claims import read_claims_file
 
 import site_copy
-from site_copy import ROOT, build, make_copy
+from site_copy import NO_REPOSITORY, ROOT, build, make_copy
 
 WORKSPACE = "AUTOGRAD_DOCS_TEST_WORKSPACE"
 # Every build a test runs ends its fork server with it (as `make test` does), unless
@@ -76,7 +76,8 @@ def workspace() -> Path:
 
 @pytest.fixture(scope="session")
 def built_copy(workspace) -> Path:
-    """The small copy of the site, built once from clean; treat it as read-only.
+    """The small copy of the site, built once from clean without the repository's
+    address (``NO_REPOSITORY``); treat it as read-only.
 
     Its execution cache is warm, so a copy of it re-executes only the pages a
     test changes.
@@ -86,11 +87,17 @@ def built_copy(workspace) -> Path:
         if not done.exists():
             make_copy(folder)
             # Two readers: 12 s instead of 22 s for the clean build (measured).
-            result = build(folder, jobs=2)
+            result = build(folder, jobs=2, env=NO_REPOSITORY)
             done.write_text(f"{result.returncode}\n{result.log}", encoding="utf8")
     returncode, log = done.read_text(encoding="utf8").split("\n", 1)
     assert returncode == "0", f"the unbroken copy must build:\n{log}"
     return folder
+
+
+@pytest.fixture(scope="session")
+def built_copy_log(built_copy, workspace) -> str:
+    """What ``built_copy``'s build printed."""
+    return (workspace / "built.log").read_text(encoding="utf8").split("\n", 1)[1]
 
 
 @pytest.fixture

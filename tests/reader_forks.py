@@ -40,6 +40,7 @@ def _run(request: dict) -> int:
     for number, name in ((1, "stdout"), (2, "stderr")):
         os.dup2(os.open(request[name], os.O_WRONLY | os.O_CREAT | os.O_TRUNC), number)
     sys.argv = [request["script"]]
+    sys.path[0] = os.path.dirname(os.path.abspath(request["script"]))  # as `python script.py`
     try:
         runpy.run_path(request["script"], run_name="__main__")
     except SystemExit as stop:

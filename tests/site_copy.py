@@ -33,6 +33,9 @@ PAGE = "docs/test-page.md"
 REAL_PAGES = ["reference/glossary"]
 # The venv whose Python runs this test: the copy's `make` uses it, never makes one.
 VENV = Path(PYTHON).parent.parent
+# A build without the repository's address, as in a clone outside GitHub and Read
+# the Docs (the copy is no git checkout): no Colab, edit or source links, said once.
+NO_REPOSITORY = {"GITHUB_REPOSITORY": "", "GITHUB_REF_NAME": "", "READTHEDOCS_GIT_CLONE_URL": ""}
 
 
 def small_page(name: str) -> str:

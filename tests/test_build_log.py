@@ -4,7 +4,8 @@ A line per executed page (its path relative to the repository, its seconds,
 executed or from the cache) counting to N/N across parallel readers; no
 configuration dumps, no absolute paths, none of myst-nb's own per-page lines; a
 failed build ends with its problems listed together, each at its file and line.
-Builds of the small site in ``tmp_path``, two readers each.
+Builds of the small site (a clean one in ``tmp_path``, a failed one on a copy of
+the built one), two readers each.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from autograd_docs.build_log import (
 )
 from autograd_docs.devkit.builds import write
 
-from site_copy import ROOT, SMALL_SITE, VENV, build, make_copy, small_page
+from site_copy import ROOT, SMALL_SITE, VENV, build, make_copy, replace, small_page
 
 # An absolute path: a slash at the start of a word (not "../x", "a/b", "https://").
 ABSOLUTE = re.compile(r"(?:^|[\s'\"=(\[])/[^\s/]+/")
@@ -119,8 +120,8 @@ def test_a_clean_build_logs_each_executed_page_once_and_counts_to_n(small_site):
     assert_clean_of_paths_and_noise(result.log, small_site)
 
 
-@pytest.mark.build
-def test_a_failed_build_lists_its_problems_at_the_end(tmp_path):
+def test_a_failed_build_lists_its_problems_at_the_end(warm_copy):
+    """On a copy of the built small site: only what the test changes is read again."""
     broken = {
         # A cell that raises: reported by the reader that executed the page.
         "test-page": small_page("test-page").replace(
@@ -129,7 +130,11 @@ def test_a_failed_build_lists_its_problems_at_the_end(tmp_path):
         "figure-page": small_page("figure-page") + "\nSee {term}`no-such-term`.\n",
         **{f"tiny-{n}": tiny_page(f"tiny-{n}", n) for n in range(1, 4)},
     }
-    folder = make_copy(tmp_path / "site", broken)
+    folder = warm_copy
+    for name, text in broken.items():
+        write(folder / "docs" / f"{name}.md", text)
+    replace("reference/glossary", "tiny-1\ntiny-2\ntiny-3\nreference/glossary",
+            "docs/index.md")(folder)
     lost = folder / "docs" / "lost-page.md"  # in no toctree: reported once all are read
     write(lost, "(lost-page)=\n# Find this page\n")
     result = build(folder, jobs=2)

@@ -1,11 +1,11 @@
 """Links to the repository: Open in Colab on every executed page, and edit and
 source links on every page, when the repository's address is known.
 
-The small copy of the site is built twice from the same warm copy: with
-``GITHUB_REPOSITORY=owner/name`` every page with a notebook download links to
-Colab at the address the Pages workflow publishes that notebook to; without any
-address (no variable, and the copy is no git checkout) no page does, and the
-log says so in one line. ``repository.find`` is also checked on its own.
+On the small copy of the site: built again with ``GITHUB_REPOSITORY=owner/name``,
+every page with a notebook download links to Colab at the address the Pages
+workflow publishes that notebook to; in the shared build, without any address
+(``NO_REPOSITORY``, and the copy is no git checkout), no page does, and the log
+says so in one line. ``repository.find`` is also checked on its own.
 """
 
 from __future__ import annotations
@@ -17,12 +17,11 @@ import pytest
 
 from autograd_docs.html import repository
 
-from site_copy import build
+from site_copy import NO_REPOSITORY, build
 
 NO_ADDRESS = "no repository address"
 COLAB = re.compile(r'href="(https://colab\.research\.google\.com/[^"]*)"')
 GITHUB = re.compile(r'href="(https://github\.com/owner/name/(?:edit|blob)/[^"]*)"')
-UNSET = {"GITHUB_REPOSITORY": "", "GITHUB_REF_NAME": "", "READTHEDOCS_GIT_CLONE_URL": ""}
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -41,7 +40,7 @@ def executed(html: Path) -> set[str]:
 @pytest.mark.build
 def test_every_executed_page_opens_in_colab_when_the_repository_is_known(warm_copy):
     result = build(warm_copy, builddir=warm_copy / "_build-github", jobs=2,
-                   env={**UNSET, "GITHUB_REPOSITORY": "owner/name", "GITHUB_REF_NAME": "main"})
+                   env={**NO_REPOSITORY, "GITHUB_REPOSITORY": "owner/name", "GITHUB_REF_NAME": "main"})
     assert result.returncode == 0, result.log
     html = warm_copy / "_build-github" / "html"
     pages, notebooks = colab_links(html), executed(html)
@@ -62,13 +61,12 @@ def test_every_executed_page_opens_in_colab_when_the_repository_is_known(warm_co
 
 
 @pytest.mark.build
-def test_without_an_address_no_page_links_to_colab_and_the_log_says_so_once(warm_copy):
-    result = build(warm_copy, builddir=warm_copy / "_build-nowhere", env=UNSET)
-    assert result.returncode == 0, result.log
-    html = warm_copy / "_build-nowhere" / "html"
-    assert not any(colab_links(html).values())
+def test_without_an_address_no_page_links_to_colab_and_the_log_says_so_once(
+        built_copy, built_copy_log):
+    html = built_copy / "_build" / "html"
+    assert executed(html) and not any(colab_links(html).values())
     assert not any(GITHUB.findall(page.read_text(encoding="utf8")) for page in html.rglob("*.html"))
-    said = [line for line in result.log.splitlines() if NO_ADDRESS in line]
+    said = [line for line in built_copy_log.splitlines() if NO_ADDRESS in line]
     assert len(said) == 1, said
 
 

@@ -21,6 +21,7 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbclient
 import nbformat
@@ -219,17 +220,18 @@ def test_a_page_whose_server_is_gone_runs_cold_and_prints_the_same(server, temp,
     """The one fallback: no server answers (or none can fork, not Linux), and the
     page runs in a process started cold with the same request and runner."""
     gone = temp / "gone" / "server.sock"
-    probe = notebook("import os, sys\nprint(os.getppid(), 'torch' in sys.modules, "
-                     "sys.argv[0].rsplit('/', 1)[-1])")
+    # Every kind of output, then where the page ran (one cold start for both).
+    probe = "import os, sys\nprint(os.getppid(), 'torch' in sys.modules, sys.argv[0].rsplit('/', 1)[-1])"
     with caplog.at_level("INFO"):
         cold = page_client.execute_page(
-            nbclient.execute, probe, str(gone), {**os.environ, **BUILD_ENVIRONMENT},
-            cwd=str(tmp_path), timeout=120, allow_errors=False)
+            nbclient.execute, notebook(*EVERY_KIND_OF_OUTPUT, probe), str(gone),
+            {**os.environ, **BUILD_ENVIRONMENT}, cwd=str(tmp_path), timeout=120,
+            allow_errors=False)
     # Its parent is this process, not a server; it imported what a server imports.
-    assert cold.cells[0].outputs[0].text.split() == [str(os.getpid()), "True", "page_runner.py"]
+    assert cold.cells.pop().outputs[0].text.split() == [
+        str(os.getpid()), "True", "page_runner.py"]
     assert "this page runs cold" in caplog.text
-    assert_same_outputs(run_forked(None, notebook(*EVERY_KIND_OF_OUTPUT), tmp_path, 120),
-                        run_forked(server, notebook(*EVERY_KIND_OF_OUTPUT), tmp_path))
+    assert_same_outputs(cold, run_forked(server, notebook(*EVERY_KIND_OF_OUTPUT), tmp_path))
 
 
 def test_a_forked_page_sees_none_of_what_the_page_before_it_did(server, tmp_path):
@@ -280,16 +282,22 @@ def test_cells_to_run_follows_nbclient(server, tmp_path):
     assert page.cells[-1].outputs[0].data["text/plain"] == "2"
 
 
+# One process imports what both need, then forks: the child runs the server's first
+# property and draws, the parent draws after it without; each prints its members
+# (a tensor's repr spans lines) and a NUL.
 DRAW_MEMBERS = """
-import sys
+import os, sys
 sys.path.insert(0, {snippets!r})
 from autograd_docs.kernels import preload
-if {warm}:
+warm = os.fork() == 0
+if not warm:
+    os.waitpid(-1, 0)
+if warm:
     preload._first_property()
 import families, seed_properties
 print(repr([families.members(family, 25) for family in (
     families.vector_maps(), families.small_networks(), families.points(),
-    families.batches(), seed_properties.leaf_graphs_with_cut_paths())]))
+    families.batches(), seed_properties.leaf_graphs_with_cut_paths())]), end="\\0", flush=True)
 """
 
 
@@ -297,11 +305,10 @@ def test_the_servers_first_property_changes_nothing_a_page_draws(tmp_path):
     """preload runs one empty property in the server, to pay Hypothesis's first-run
     cost once: the members a page's families then draw must be the ones they draw
     without it."""
-    def members(warm: bool) -> str:
-        code = DRAW_MEMBERS.format(snippets=str(ROOT / "snippets"), warm=warm)
-        return subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True,
-                              capture_output=True, text=True).stdout
-    assert members(warm=True) == members(warm=False)
+    code = DRAW_MEMBERS.format(snippets=str(ROOT / "snippets"))
+    warm, cold, _ = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True,
+                                   capture_output=True, text=True).stdout.split("\0")
+    assert warm.startswith("[[") and warm == cold
     assert not (tmp_path / ".hypothesis").exists()
 
 
@@ -517,12 +524,18 @@ def test_the_next_build_forks_its_pages_from_the_warm_server(tmp_path):
     assert not Path(start_lock.path(str(folder))).exists()
 
 
-@pytest.mark.build
 def test_a_warm_server_exits_once_idle_for_its_idle_time(tmp_path):
-    # Long enough that both pages are forked from it on a loaded machine.
-    _, pages = build_site(tmp_path, **{settings.IDLE_SWITCH: "15"})
-    assert wait_until_dead(forked_by(pages), timeout=60)
-    folder = warm_server.folder_of(tmp_path / "src")
+    """Started as a build starts it (its idle time from the settings), it forks a
+    page, then exits once idle for that long, leaving no folder and no lock.
+    (That a build leaves it running and the next build forks from it: above.)"""
+    site = tmp_path / "src"
+    socket_path = warm_server.socket_for(BUILD_ENVIRONMENT, site, idle=1, snippets=None)
+    folder = warm_server.folder_of(site)
+    server_pid = warm_server._hello(folder)[1]
+    ran = run_forked(SimpleNamespace(socket_path=socket_path),
+                     notebook("import os\nprint(os.getppid())"), tmp_path)
+    assert ran.cells[0].outputs[0].text.strip() == str(server_pid), "forked from it"
+    assert wait_until_dead(server_pid, timeout=60)
     assert not folder.exists() and not Path(start_lock.path(str(folder))).exists()
 
 

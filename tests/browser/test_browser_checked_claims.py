@@ -17,7 +17,8 @@ import re
 import pytest
 from built_site import DESKTOP, PHONE, ROOT, SITE, inject_axe, next_frame
 from playwright.sync_api import expect
-from test_browser_pages import accessibility_problems, phone_problems
+from test_browser_pages import accessibility_problems
+from test_browser_phone_fit import past_the_edge
 
 pytestmark = [pytest.mark.browser, pytest.mark.build]
 
@@ -199,7 +200,7 @@ def test_the_reveal_shows_what_proved_each_sentence(page, traffic, path, width, 
     # With every detail open: nothing runs off a phone, nothing fails axe.
     problems += accessibility_problems(page, "article, .content-icon-container")
     if viewport == PHONE:
-        problems += phone_problems(page)
+        problems += past_the_edge(page)
     problems += [f"console error: {error}" for error in traffic.console_errors]
     assert not problems, f"{path} at {width} ({scheme}):\n  " + "\n  ".join(problems)
 
