@@ -332,19 +332,6 @@ def members(strategy: st.SearchStrategy, count: int) -> list:
     return drawn
 
 
-def main() -> None:
-    """Show a few members of each family (tests/test_families.py checks them)."""
-    for factory in FAMILIES:
-        print(f"{factory.family_name}: {'; '.join(map(repr, members(factory(), 4)))}"[:160])
-
-
-FAMILIES = (elementwise_maps, permutations, permutation_maps, linear_maps, mixing_maps,
-            vector_maps, small_networks, batches, points, dtypes)
-
-if __name__ == "__main__":
-    main()
-
-
 # -- Maps between tensors of any shape -------------------------------------------------
 
 TENSOR_SHAPES = st.lists(st.integers(1, 3), max_size=3).map(tuple)  # () is a 0-d tensor
@@ -387,4 +374,14 @@ def shaped_maps(draw) -> ShapedMap:
     return ShapedMap(f"sin(A x): {x_shape} -> {y_shape}", A, x_shape, y_shape)
 
 
-FAMILIES += (shaped_maps,)
+def main() -> None:
+    """Show a few members of each family (tests/test_families.py checks them)."""
+    for factory in FAMILIES:
+        print(f"{factory.family_name}: {'; '.join(map(repr, members(factory(), 4)))}"[:160])
+
+
+FAMILIES = (elementwise_maps, permutations, permutation_maps, linear_maps, mixing_maps,
+            vector_maps, small_networks, batches, points, dtypes, shaped_maps)
+
+if __name__ == "__main__":
+    main()
