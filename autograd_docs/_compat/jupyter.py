@@ -18,8 +18,8 @@ def wrap_executenb(wrapper: Callable) -> None:
     its direct mode; myst-nb 1.4 passes it no kernel manager and no shutdown
     mode. Retired by myst-nb's ``kernel_manager_class`` (executablebooks/MyST-NB#721,
     #725; unreleased in 1.5.0.dev): then ``kernels/page_client.PageManager`` is
-    that class, nbclient creates it per page, and this wrapper, ``kernels._active``
-    and ``execute_page`` go. What ``PageManager`` still needs for that: the
+    that class, nbclient creates it per page, and this wrapper,
+    ``PageRunner.executenb`` and ``execute_page`` go. What ``PageManager`` still needs for that: the
     page's cells from nbclient's ``execute`` requests instead of up front
     (``cells_to_run``'s copy of nbclient's rules goes too), and the socket of the
     build's server from a class attribute set when the runner starts.
