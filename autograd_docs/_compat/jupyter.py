@@ -6,8 +6,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from autograd_docs._compat import patching
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 
 def wrap_executenb(wrapper: Callable) -> None:
@@ -29,6 +33,33 @@ def wrap_executenb(wrapper: Callable) -> None:
     patching.wrap(jupyter_cache.executors.utils, "executenb", wrapper)
 
 
+def cells_to_run(notebook: NotebookNode, allow_errors: bool) -> list[dict]:
+    """The cells nbclient will ask the kernel to run, in its order and with its
+    ``stop_on_error``: a copy of nbclient 0.11.0's rules (``async_execute_cell``,
+    not exposed), for ``kernels/page_client.py``, which hands a page's process
+    its cells up front. nbclient's requests are held to this list as they come
+    (``PageKernelClient.execute`` fails loudly on a difference), and
+    ``test_cells_to_run_follows_nbclient`` compares the two. Retired with
+    ``wrap_executenb``, when the page's process takes its cells from nbclient's
+    requests."""
+    from nbclient.client import NotebookClient
+
+    defaults = NotebookClient(notebook)
+    skip_tag = defaults.skip_cells_with_tag
+    cells = []
+    for cell in notebook.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell.cell_type != "code" or not cell.source.strip() or skip_tag in tags:
+            continue
+        cells.append(
+            {
+                "source": cell.source,
+                "stop_on_error": not (allow_errors or "raises-exception" in tags),
+            }
+        )
+    return cells
+
+
 def serialize_cache_access() -> None:
     """Let one process at a time into jupyter-cache's ``cache_notebook_bundle``
     and ``merge_match_into_notebook``, under a lock file in the cache's folder.
@@ -45,17 +76,15 @@ def serialize_cache_access() -> None:
     from filelock import FileLock
     from jupyter_cache.cache.main import JupyterCacheBase
 
-    for name in ("cache_notebook_bundle", "merge_match_into_notebook"):
-        original = getattr(JupyterCacheBase, name)
-        if getattr(original, "serialized", False):
-            continue
-
-        def serialized(self, *args, _original=original, **kwargs):
+    def serialized(original: Callable) -> Callable:
+        def replacement(self, *args, **kwargs):
             with FileLock(Path(self._path) / "autograd-docs.lock"):
-                return _original(self, *args, **kwargs)
+                return original(self, *args, **kwargs)
 
-        serialized.serialized = True  # type: ignore[attr-defined]  # marked: never wrapped twice
-        setattr(JupyterCacheBase, name, serialized)
+        return replacement
+
+    for name in ("cache_notebook_bundle", "merge_match_into_notebook"):
+        patching.wrap(JupyterCacheBase, name, serialized)
 
 
 def create_cache_database(path: str) -> None:
