@@ -15,14 +15,14 @@ import types
 
 def run_exit_functions() -> None:
     """Run what interpreter exit would run, before ``os._exit`` ends a forked
-    process (CPython 3.11 to 3.13, the private ``atexit._run_exitfuncs``).
+    process (written against CPython 3.11, the private ``atexit._run_exitfuncs``).
     Retired by a public way to run them (CPython has none)."""
     atexit._run_exitfuncs()
 
 
 def forget_exit_functions() -> None:
     """Drop the exit functions a forked process inherited, which are its
-    parent's (CPython 3.11 to 3.13, the private ``atexit._clear``). Retired with
+    parent's (written against CPython 3.11, the private ``atexit._clear``). Retired with
     ``run_exit_functions``."""
     atexit._clear()
 
