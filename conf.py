@@ -29,7 +29,8 @@ copyright = "2026, the Autograd, explained authors"
 
 extensions = [
     # Our own, first: on a clean build the kernel server's imports overlap the rest.
-    "autograd_docs",  # the build engine (autograd_docs/; its setup lists the parts)
+    "autograd_docs",  # the build engine: autograd_docs/__init__.py lists its parts and
+    # the five files from here to where a page's cells run
     # Executing and checking pages
     "myst_nb",
     "sphinx.ext.doctest",

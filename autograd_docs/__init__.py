@@ -2,9 +2,28 @@
 
 conf.py lists it once, as ``"autograd_docs"``; ``setup`` below loads the parts
 in order. Each part is a Sphinx extension of its own and can be read alone. The
-private hooks of Sphinx, myst-nb and jupyter-cache they use are all in
-``_compat/``; every mistake the build reports is a member of
-``diagnostics.AuthorError``.
+private hooks of every upstream they use are all in ``_compat/``; what they
+keep for one build is in ``build_state.BuildState``; every mistake the build
+reports is a member of ``diagnostics.AuthorError``.
+
+From conf.py to where a page's cells run, five files read in order:
+
+1. ``conf.py``: ``extensions`` lists ``"autograd_docs"``.
+2. ``autograd_docs/__init__.py:setup``: loads ``PARTS``, among them
+   ``autograd_docs.kernels``.
+3. ``autograd_docs/kernels/__init__.py:setup``: wraps jupyter-cache's
+   ``executenb`` (myst-nb's one call to execute a page) with
+   ``PageRunner.executenb``; ``PageRunner.execute`` hands the page to
+   ``page_client.execute_page``.
+4. ``autograd_docs/kernels/page_client.py:execute_page``: has the page's process
+   made (forked by the warm server, or started cold) to run
+   ``page_runner.main``, and lets nbclient's ``execute`` read its messages.
+5. ``autograd_docs/kernels/page_runner.py:run``: ``client.execute(cell["source"])``
+   in ipykernel's shell, cell by cell. The cells run here.
+
+How the process is made (``server.py``, ``child.py``, ``cold.py``) and what it
+is sent (``wire.py``) are the kernels' own business: ``kernels/__init__.py``
+says where each is.
 """
 
 from __future__ import annotations

@@ -27,7 +27,6 @@ type Sphinx prints after it (``[autograd_docs.claim_failed]``), never from its w
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
 import re
 from dataclasses import dataclass
@@ -35,7 +34,8 @@ from dataclasses import dataclass
 from sphinx.application import Sphinx
 from sphinx.util import logging as sphinx_logging
 
-from autograd_docs import _compat
+from autograd_docs import _compat, build_state
+from autograd_docs.build_state import Progress
 from autograd_docs.diagnostics import WARNING_TYPE, AuthorError, shown_path
 
 EXECUTED, FROM_CACHE, FAILED = "executed", "from cache", "failed"
@@ -156,46 +156,31 @@ def problems(log: str) -> list[str]:
 # -- writing it ------------------------------------------------------------------------
 
 
-class _Progress:
-    """Pages done out of pages to do, in memory shared with the forked readers."""
-
-    def __init__(self, total: int, erase_line: bool) -> None:
-        self.total = total
-        self.erase = "\x1b[2K" if erase_line else ""
-        self.done = multiprocessing.Value("i", 0)  # shared memory, a lock with it
-
-
-_progress: _Progress | None = None
-# Sphinx's status stream, found at setup: while pages are read, Sphinx and each
-# parallel reader set handlers aside.
-_status_handler: logging.Handler = logging.NullHandler()
-_problems: list[str] = []  # in the main process, the order shown
-
-
 def _count_pages_to_do(app: Sphinx, env, docnames: list[str]) -> None:
-    global _progress
     total = sum(_compat.executes_page(app, docname) for docname in docnames)
-    _progress = _Progress(total, _compat.status_line_is_rewritten(app))
+    build_state.of(app).progress = Progress(total, _compat.status_line_is_rewritten(app))
 
 
-def page_done(source, seconds: float, state: str) -> None:
+def page_done(app: Sphinx, source, seconds: float, state: str) -> None:
     """Print the line of a page that executed (or failed) or came from the cache,
     from the process that read it; called by ``execution``."""
-    if _progress is None:
+    built = build_state.of(app)
+    progress = built.progress
+    if progress is None:
         return
-    with _progress.done.get_lock():  # one count and one line at a time, across readers
-        _progress.done.value += 1
+    with progress.done.get_lock():  # one count and one line at a time, across readers
+        progress.done.value += 1
         line = format_page_line(
-            _progress.done.value, _progress.total, shown_path(source), seconds, state
+            progress.done.value, progress.total, shown_path(source), seconds, state
         )
         # Straight to the status stream: a parallel reader's log records reach it
         # only when its whole chunk is done.
         record = logging.LogRecord(
-            __name__, logging.INFO, __file__, 0, _progress.erase + line, None, None
+            __name__, logging.INFO, __file__, 0, progress.erase + line, None, None
         )
         if state == FAILED:
             record.color = "red"
-        _status_handler.handle(record)
+        built.status_handler.handle(record)
 
 
 class _Relative(logging.Filter):
@@ -235,33 +220,37 @@ class _Quiet(logging.Filter):
 
 
 class _Collect(logging.Filter):
-    """Keep every warning and error shown, for the list at the end."""
+    """Keep every warning and error shown in ``problems``, for the list at the end."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__()
+        self.problems = problems
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = _message(record)
         location = getattr(record, "location", None)
-        _problems.append(f"{location}: {message}" if location else message)
+        self.problems.append(f"{location}: {message}" if location else message)
         return True
 
 
 def _install_filters(app: Sphinx) -> None:
-    global _status_handler
-    _problems.clear()
-    _status_handler, warning_handler = _compat.log_handlers()
-    _status_handler.addFilter(_Quiet())
-    _status_handler.addFilter(_Relative())
+    built = build_state.of(app)
+    built.status_handler, warning_handler = _compat.log_handlers()
+    built.status_handler.addFilter(_Quiet())
+    built.status_handler.addFilter(_Relative())
     warning_handler.addFilter(_Relative())
-    warning_handler.addFilter(_Collect())  # last: sees the record as it is shown
+    warning_handler.addFilter(_Collect(built.problems))  # last: sees the record as it is shown
 
 
 def _list_problems(app: Sphinx, exception) -> None:
-    if not _problems:
+    problems = build_state.of(app).problems
+    if not problems:
         return
     logger = sphinx_logging.getLogger(__name__)
-    count = len(_problems)
+    count = len(problems)
     logger.info("")
     logger.info(f"{count} problem{'s' if count > 1 else ''}:", color="red")
-    for problem in _problems:
+    for problem in problems:
         first, *rest = problem.splitlines() or [""]
         logger.info(PROBLEM_INDENT + first)
         for line in rest:

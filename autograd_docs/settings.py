@@ -1,6 +1,6 @@
 """The engine's configuration: what ``conf.py`` (or ``-D``) may set, registered
-here only, read once at ``config-inited`` into one checked ``Settings``
-(``build_state.of(app).settings``).
+here only, read once at ``config-inited`` into one checked ``build_state.Settings``
+(``settings.of(app)``).
 
 * ``autograd_docs_snippets_dir``: the folder of the modules pages import (the
   oracle's checks, examples). A page's process finds them on its path (the page
@@ -17,7 +17,6 @@ which value, what is wrong and what to write.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from sphinx.application import Sphinx
@@ -25,18 +24,13 @@ from sphinx.config import Config
 from sphinx.errors import ConfigError
 
 from autograd_docs import build_state
+from autograd_docs.build_state import Settings
 
 SNIPPETS = "autograd_docs_snippets_dir"
 IDLE = "autograd_docs_server_idle"
 IDLE_DEFAULT = 600.0
 IDLE_SWITCH = "AUTOGRAD_DOCS_SERVER_IDLE"  # overrides it for one build; 0: no warm server
 IDLE_MAX = 86400
-
-
-@dataclass(frozen=True)
-class Settings:
-    snippets: Path  # absolute, an existing folder
-    server_idle: float  # seconds, 0 to IDLE_MAX
 
 
 def server_idle(configured: object) -> float:

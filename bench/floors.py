@@ -3,7 +3,7 @@
 floor_proc    every page's code run as a plain `python` script (converted from the
               page with the one reader of code cells, myst-nb's), in the page's folder
 floor_warm    torch imported once, then every page's code exec'd in that warm process
-              (a fresh globals dict per page)
+              (a fresh globals dict per page, torch.compile's caches reset after each)
 """
 
 from __future__ import annotations
@@ -90,6 +90,7 @@ for script, folder in json.loads(sys.argv[1]):
     exec(code, {"__name__": "__main__"})
     total += time.perf_counter() - start
     matplotlib.pyplot.close("all")
+    torch._dynamo.reset()  # a page's compiled code is its own, as in its own process
 print(total)
 """
 

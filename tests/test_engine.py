@@ -1,5 +1,6 @@
 """The engine's own bookkeeping, without a build: fast."""
 
+import ast
 import importlib.metadata
 import re
 from pathlib import Path
@@ -66,3 +67,24 @@ def test_the_engines_settings_are_read_once_and_a_missing_snippets_folder_is_nam
     monkeypatch.setenv(settings.IDLE_SWITCH, "0")  # the environment wins, for one build
     settings._read(app, configured)
     assert settings.of(app).server_idle == 0.0
+
+
+def test_the_engine_keeps_what_passes_between_events_in_build_state_not_module_globals():
+    """A module-level dict, list, set or None that handlers fill (the path-keyed
+    globals issue 41 moved) is state another build in the process would see:
+    it belongs in build_state.BuildState, made afresh per build."""
+    found = []
+    for path in sorted((ROOT / "autograd_docs").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf8"))
+        where = path.relative_to(ROOT)
+        found += [f"{where}:{node.lineno} global" for node in ast.walk(tree)
+                  if isinstance(node, ast.Global)]
+        for node in tree.body:
+            target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+            value = getattr(node, "value", None)
+            mutable = isinstance(value, ast.Dict | ast.List | ast.Set | ast.DictComp | ast.ListComp) or (
+                isinstance(value, ast.Constant) and value.value is None)
+            if isinstance(target, ast.Name) and not target.id.isupper() and mutable \
+                    and not target.id.startswith("__"):
+                found.append(f"{where}:{node.lineno} {target.id}")
+    assert not found

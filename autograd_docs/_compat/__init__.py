@@ -1,32 +1,30 @@
-"""Every private hook of Sphinx, myst-nb, jupyter-cache and nbclient, in one place:
-this package, one module per upstream (``myst.py``, ``jupyter.py``, ``sphinx.py``),
-each hook imported here, where the engine finds it as ``_compat.<hook>``.
+"""Every private hook of the engine's upstreams, in one place: this package,
+one module per upstream (``myst.py``, ``jupyter.py``, ``sphinx.py``,
+``autobuild.py``, and ``process.py`` for CPython, IPython and ipykernel), each
+hook imported here, where the engine finds it as ``_compat.<hook>``. A hook
+that replaces an upstream function or class does it with ``patching.wrap``.
 
 Each hook names the version it was written against (the pins in requirements.txt)
 and what upstream would retire it. After bumping one of those pins, read its module
 first: ``tests/test_engine.py`` fails until ``WRITTEN_AGAINST`` says the new
 version, so the bump cannot land without someone re-checking these hooks.
 
-The hooks of the page's own process live beside the page runner, in
-``kernels/``, because that process runs scripts that import nothing from this
-package (it imports Sphinx): each names the version it was written against, and
-``WRITTEN_AGAINST`` lists those versions too, so a bump fails the same test.
+Two modules are not imported here:
 
-* ``kernels/page_runner.py`` (IPython 9.18.1, ipykernel 7.4.0): IPython's
-  ``InteractiveShellApp.init_path`` called on a stand-in ``self``; the in-process
-  kernel's ``stdout``/``stderr`` replaced by ``OutStream(watchfd=True)``.
-* ``kernels/page_client.py`` (nbclient 0.11.0): ``PageManager`` and
-  ``PageKernelClient`` stand in for jupyter_client's manager and client as
-  nbclient calls them, and ``cells_to_run`` follows nbclient's rules for which
-  cells run (checked at run time, and by ``test_cells_to_run_follows_nbclient``).
-* ``kernels/child.py`` (CPython): ``atexit._run_exitfuncs`` before ``os._exit``,
-  as ``devkit/warm_autobuild.py`` does (with ``atexit._clear``) in a forked rebuild.
+* ``process.py`` (CPython's ``atexit``, IPython 9.18.1, ipykernel 7.4.0): the
+  hooks of a page's own process, which runs ``kernels/`` scripts and loads this
+  file by its path (``kernels/child.py``), so that a page never imports Sphinx
+  or the engine; ``devkit/warm_autobuild.py`` imports it as a module.
+* ``autobuild.py`` (sphinx-autobuild), which only ``make livehtml`` uses, so
+  that a build never imports sphinx-autobuild.
 
-One hook is not imported here: ``autobuild.py`` (sphinx-autobuild), which only
-``make livehtml`` uses, so that a build never imports sphinx-autobuild.
+``kernels/page_client.py``'s ``PageManager`` and ``PageKernelClient`` stand in
+for jupyter_client's manager and client as nbclient 0.11.0 calls them (the
+public ``km=`` of ``execute``); ``jupyter.wrap_executenb`` says what retires them.
 """
 
 from autograd_docs._compat.jupyter import (
+    cells_to_run,
     create_cache_database,
     quiet_nbclient_timeout_line,
     serialize_cache_access,
@@ -75,6 +73,7 @@ __all__ = [
     "WRITTEN_AGAINST",
     "add_mystnb_stylesheet",
     "build_failed_on_warnings",
+    "cells_to_run",
     "complete_incremental_search_index",
     "create_cache_database",
     "depart_hidden_cell",

@@ -17,11 +17,14 @@ from collections.abc import Callable, Sequence
 
 import sphinx_autobuild.build
 
+from autograd_docs._compat import patching
+
 
 class _Subprocess:
     """The ``subprocess`` that sphinx_autobuild.build sees: its Sphinx command
     goes to ``run_sphinx`` (the arguments after ``python -m sphinx``), any other
-    command (``--pre-build``, ``--post-build``) to subprocess."""
+    command (``--pre-build``, ``--post-build``) to subprocess (the module it
+    replaced)."""
 
     CalledProcessError = subprocess.CalledProcessError
 
@@ -40,4 +43,4 @@ class _Subprocess:
 def run_sphinx_with(run_sphinx: Callable[[list[str]], int]) -> None:
     """From now on, sphinx-autobuild's rebuilds call ``run_sphinx(arguments)``
     and take what it returns as Sphinx's exit code."""
-    sphinx_autobuild.build.subprocess = _Subprocess(run_sphinx)
+    patching.wrap(sphinx_autobuild.build, "subprocess", lambda _original: _Subprocess(run_sphinx))

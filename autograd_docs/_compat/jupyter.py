@@ -6,8 +6,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from autograd_docs._compat import patching
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 
 def wrap_executenb(wrapper: Callable) -> None:
@@ -18,8 +22,8 @@ def wrap_executenb(wrapper: Callable) -> None:
     its direct mode; myst-nb 1.4 passes it no kernel manager and no shutdown
     mode. Retired by myst-nb's ``kernel_manager_class`` (executablebooks/MyST-NB#721,
     #725; unreleased in 1.5.0.dev): then ``kernels/page_client.PageManager`` is
-    that class, nbclient creates it per page, and this wrapper, ``kernels._active``
-    and ``execute_page`` go. What ``PageManager`` still needs for that: the
+    that class, nbclient creates it per page, and this wrapper,
+    ``PageRunner.executenb`` and ``execute_page`` go. What ``PageManager`` still needs for that: the
     page's cells from nbclient's ``execute`` requests instead of up front
     (``cells_to_run``'s copy of nbclient's rules goes too), and the socket of the
     build's server from a class attribute set when the runner starts.
@@ -27,6 +31,33 @@ def wrap_executenb(wrapper: Callable) -> None:
     import jupyter_cache.executors.utils
 
     patching.wrap(jupyter_cache.executors.utils, "executenb", wrapper)
+
+
+def cells_to_run(notebook: NotebookNode, allow_errors: bool) -> list[dict]:
+    """The cells nbclient will ask the kernel to run, in its order and with its
+    ``stop_on_error``: a copy of nbclient 0.11.0's rules (``async_execute_cell``,
+    not exposed), for ``kernels/page_client.py``, which hands a page's process
+    its cells up front. nbclient's requests are held to this list as they come
+    (``PageKernelClient.execute`` fails loudly on a difference), and
+    ``test_cells_to_run_follows_nbclient`` compares the two. Retired with
+    ``wrap_executenb``, when the page's process takes its cells from nbclient's
+    requests."""
+    from nbclient.client import NotebookClient
+
+    defaults = NotebookClient(notebook)
+    skip_tag = defaults.skip_cells_with_tag
+    cells = []
+    for cell in notebook.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell.cell_type != "code" or not cell.source.strip() or skip_tag in tags:
+            continue
+        cells.append(
+            {
+                "source": cell.source,
+                "stop_on_error": not (allow_errors or "raises-exception" in tags),
+            }
+        )
+    return cells
 
 
 def serialize_cache_access() -> None:
@@ -45,17 +76,15 @@ def serialize_cache_access() -> None:
     from filelock import FileLock
     from jupyter_cache.cache.main import JupyterCacheBase
 
-    for name in ("cache_notebook_bundle", "merge_match_into_notebook"):
-        original = getattr(JupyterCacheBase, name)
-        if getattr(original, "serialized", False):
-            continue
-
-        def serialized(self, *args, _original=original, **kwargs):
+    def serialized(original: Callable) -> Callable:
+        def replacement(self, *args, **kwargs):
             with FileLock(Path(self._path) / "autograd-docs.lock"):
-                return _original(self, *args, **kwargs)
+                return original(self, *args, **kwargs)
 
-        serialized.serialized = True  # type: ignore[attr-defined]  # marked: never wrapped twice
-        setattr(JupyterCacheBase, name, serialized)
+        return replacement
+
+    for name in ("cache_notebook_bundle", "merge_match_into_notebook"):
+        patching.wrap(JupyterCacheBase, name, serialized)
 
 
 def create_cache_database(path: str) -> None:

@@ -65,8 +65,10 @@ def word_exec_table_status() -> None:
     """The execution table's Status column says "ok" or "failed", not ✅ or ❌,
     which draw as an empty box where no emoji font is installed (this build
     machine's Chromium, many readers' Linux). Rewrites the private
-    ``_key2transform`` of ``myst_nb/ext/execution_tables.py``; retired by a
-    myst-nb option for the table's symbols (no upstream issue found)."""
+    ``_key2transform`` of ``myst_nb/ext/execution_tables.py`` (an entry of a
+    table set to a fixed function, so nothing of upstream's to keep, unlike a
+    ``patching.wrap``); retired by a myst-nb option for the table's symbols (no
+    upstream issue found)."""
     from myst_nb.ext import execution_tables
 
     execution_tables._key2transform["succeeded"] = lambda x: "ok" if x is True else "failed"

@@ -1,4 +1,4 @@
-"""How every hook in this package replaces an upstream function."""
+"""How every hook in this package replaces an upstream function, class or module."""
 
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 import sphinx.domains.std
 from sphinx.application import Sphinx
@@ -14,6 +15,9 @@ from sphinx.config import Config
 from sphinx.util.parallel import make_chunks
 
 from autograd_docs._compat import patching
+
+if TYPE_CHECKING:
+    from sphinx.search import IndexBuilder
 
 
 def replace_std_missing_reference_handler(app: Sphinx, handler: Callable) -> None:
@@ -83,19 +87,17 @@ def save_environment_with_config(config_to_save: Callable[[Config], Config | Non
     """
     from sphinx.environment import BuildEnvironment
 
-    original = BuildEnvironment.__getstate__
-    original = getattr(original, "_autograd_docs_original", original)  # once per process
+    def wrapper(original: Callable) -> Callable:
+        def __getstate__(self):
+            state = original(self)
+            saved = config_to_save(state["config"]) if state.get("config") is not None else None
+            if saved is not None:
+                state["config"] = saved
+            return state
 
-    def __getstate__(self):
-        state = original(self)
-        saved = config_to_save(state["config"]) if state.get("config") is not None else None
-        if saved is not None:
-            state["config"] = saved
-        return state
+        return __getstate__
 
-    # The monkeypatch, marked with the original it wraps: a second call wraps that.
-    __getstate__._autograd_docs_original = original  # type: ignore[attr-defined]
-    BuildEnvironment.__getstate__ = __getstate__  # type: ignore[method-assign]
+    patching.wrap(BuildEnvironment, "__getstate__", wrapper)
 
 
 def complete_incremental_search_index() -> None:
@@ -117,12 +119,14 @@ def complete_incremental_search_index() -> None:
     """
     import sphinx.search
 
-    if getattr(sphinx.search.IndexBuilder, "loads_index_entries", False):
-        return  # once per process
+    patching.wrap(sphinx.search, "IndexBuilder", _complete_index_builder)
 
-    class IndexBuilder(sphinx.search.IndexBuilder):
-        loads_index_entries = True
 
+def _complete_index_builder(original: type[IndexBuilder]) -> type[IndexBuilder]:
+    """Sphinx's ``IndexBuilder`` (``original``), subclassed as
+    ``complete_incremental_search_index`` says."""
+
+    class CompleteIndexBuilder(original):  # type: ignore[valid-type,misc]
         def load(self, stream, format) -> None:
             if isinstance(format, str):
                 format = self.formats[format]
@@ -153,7 +157,7 @@ def complete_incremental_search_index() -> None:
             self._index_entries.update(in_page_order)
             return super().freeze()
 
-    sphinx.search.IndexBuilder = IndexBuilder  # type: ignore[misc]  # the monkeypatch
+    return CompleteIndexBuilder
 
 
 def intersphinx_urls(env) -> dict[str, str]:

@@ -20,7 +20,6 @@ sphinx-autobuild's own does, and the log says which file and what to do.
 from __future__ import annotations
 
 import ast
-import atexit
 import importlib
 import os
 import signal
@@ -124,6 +123,8 @@ def _flush() -> None:
 def _build_here(arguments: list[str]) -> None:
     """In the fork: run Sphinx as a fresh ``python -m sphinx`` would, then exit,
     whatever happens; never return into the code that forked."""
+    from autograd_docs._compat import process  # imported ahead, with the parts
+
     code = 1
     try:
         # What the forking process set up is not Sphinx's: sphinx-autobuild's
@@ -133,7 +134,7 @@ def _build_here(arguments: list[str]) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         for signum in (signal.SIGTERM, signal.SIGCHLD):
             signal.signal(signum, signal.SIG_DFL)
-        atexit._clear()  # CPython's, as kernels/child.py uses its _run_exitfuncs
+        process.forget_exit_functions()
         print(
             f"{SAYS} rebuilding in a fork of the preview's process (pid {os.getpid()})", flush=True
         )
@@ -148,7 +149,7 @@ def _build_here(arguments: list[str]) -> None:
         traceback.print_exc()
     finally:
         try:
-            atexit._run_exitfuncs()  # what the build registered (kernels' close)
+            process.run_exit_functions()  # what the build registered (kernels' close)
         finally:
             _flush()
             os._exit(code)

@@ -11,21 +11,17 @@ which snippets each page imports, so an edit to one re-reads exactly those pages
 
 from __future__ import annotations
 
+import functools
 import time
 
 from sphinx.application import Sphinx
 from sphinx.errors import ConfigError
 
-from autograd_docs import _compat, build_log, settings
+from autograd_docs import _compat, build_log, build_state, settings
 from autograd_docs.execution import cache_key, checks, claims
 
 # myst-nb's execution report, replaced by the one-line reports of ``checks``.
 REPLACED_WARNINGS = ["mystnb.exec"]
-
-# docname's path -> fingerprint of what its outputs depend on; filled at
-# source-read, read when myst-nb creates the execution client for the same page
-# (in the same reader process).
-_page_fingerprints: dict[str, str] = {}
 
 
 def _note_snippet_dependencies(app: Sphinx, docname: str, source: list[str]) -> None:
@@ -35,11 +31,13 @@ def _note_snippet_dependencies(app: Sphinx, docname: str, source: list[str]) -> 
     ]
     for path in sources:
         app.env.note_dependency(str(path))
-    _page_fingerprints[str(app.env.doc2path(docname))] = cache_key.page_fingerprint(sources)
+    fingerprints = build_state.of(app).page_fingerprints
+    fingerprints[str(app.env.doc2path(docname))] = cache_key.page_fingerprint(sources)
 
 
-def _page_client(original):
-    """Wrap myst-nb's ``create_client``: cell ids and cache key in, checks out."""
+def _page_client(app: Sphinx, original):
+    """Wrap myst-nb's ``create_client`` for the build ``app``: cell ids and
+    cache key in, checks out."""
 
     def create_client(notebook, source, *args, **kwargs):
         # nbformat gives each cell a random id; the written .ipynb must not change
@@ -47,8 +45,9 @@ def _page_client(original):
         for index, cell in enumerate(notebook.cells):
             cell["id"] = f"cell-{index}"
         kernelspec = notebook.metadata.setdefault("kernelspec", {})
-        kernelspec[cache_key.FINGERPRINT_KEY] = _page_fingerprints.get(str(source), "")
-        return _PageClient(original(notebook, source, *args, **kwargs), notebook)
+        fingerprint = build_state.of(app).page_fingerprints.get(str(source), "")
+        kernelspec[cache_key.FINGERPRINT_KEY] = fingerprint
+        return _PageClient(app, original(notebook, source, *args, **kwargs), notebook)
 
     return create_client
 
@@ -56,7 +55,8 @@ def _page_client(original):
 class _PageClient:
     """Enter the real client (which executes or hits the cache), then tidy up."""
 
-    def __init__(self, client, notebook):
+    def __init__(self, app: Sphinx, client, notebook):
+        self._app = app
         self._client = client
         self._notebook = notebook  # the one myst-nb writes to _build/jupyter_execute
 
@@ -65,7 +65,8 @@ class _PageClient:
         try:
             client = self._client.__enter__()
         except Exception:
-            build_log.page_done(self._client.path, time.perf_counter() - start, build_log.FAILED)
+            seconds = time.perf_counter() - start
+            build_log.page_done(self._app, self._client.path, seconds, build_log.FAILED)
             raise
         from_cache = client.notebook is not self._notebook
         if from_cache:
@@ -85,9 +86,9 @@ class _PageClient:
                 failed = client.exec_metadata.get("error")
                 state = build_log.FAILED if failed else build_log.EXECUTED
                 seconds = client.exec_metadata.get("runtime") or seconds
-            build_log.page_done(client.path, seconds, state)
-        checks.check_executed(client)
-        claims.take(client)
+            build_log.page_done(self._app, client.path, seconds, state)
+        checks.check_executed(self._app, client)
+        claims.take(self._app, client)
         return client
 
     def __exit__(self, *exc_info):
@@ -123,12 +124,11 @@ def setup(app: Sphinx) -> dict:
     )
     app.connect("config-inited", _replace_warnings)
     app.connect("config-inited", _refuse_merging_streams_at_render)
-    app.connect("builder-inited", checks.note_build_dirs)
     # Before parallel readers start: two workers creating it at once can race.
     app.connect("builder-inited", _create_cache_database)
     _compat.serialize_cache_access()
     _compat.word_exec_table_status()
     app.connect("source-read", _note_snippet_dependencies)
-    _compat.wrap_create_client(_page_client)
+    _compat.wrap_create_client(functools.partial(_page_client, app))
     claims.connect(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

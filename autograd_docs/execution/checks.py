@@ -13,28 +13,20 @@ import re
 from pathlib import Path
 from typing import Any
 
+from sphinx.application import Sphinx
+
 from autograd_docs.diagnostics import AuthorError, report, shown_path
 
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
-# Where pages live and where myst-nb writes tracebacks; set at builder-inited.
-_srcdir = Path(".")
-_reports_dir = Path("reports")
 
 
 HIDDEN_CHECK = "remove-cell"
 CLAIM_PREFIX = "claim no longer holds:"  # how oracle.ClaimFailed begins
 
 
-def note_build_dirs(app) -> None:
-    global _srcdir, _reports_dir
-    _srcdir = Path(app.srcdir)
-    _reports_dir = Path(app.outdir) / "reports"
-
-
-def check_executed(client) -> None:
+def check_executed(app: Sphinx, client) -> None:
     """Report what went wrong in the page ``client`` executed (or took from cache)."""
-    _report_failed_cell(client)
+    _report_failed_cell(app, client)
     _check_expected_exceptions(client)
 
 
@@ -50,15 +42,16 @@ def _check_expected_exceptions(client) -> None:
             report(AuthorError.STOPPED_RAISING, _cell_location(client, index))
 
 
-def _report_failed_cell(client) -> None:
+def _report_failed_cell(app: Sphinx, client) -> None:
     """One line for the cell that stopped the page: where, what, what to do."""
     error = (client.exec_metadata or {}).get("error")
     if not error:
         return
     cells = client.notebook.cells
-    traceback = (
-        f" (full traceback: {shown_path(_reports_dir / f'{_docname(client.path)}.err.log')})"
-    )
+    # Where myst-nb writes the page's traceback (myst_nb/sphinx_.py).
+    docname = Path(client.path).relative_to(app.srcdir).with_suffix("").as_posix()
+    report_file = Path(app.outdir, "reports", f"{docname}.err.log")
+    traceback = f" (full traceback: {shown_path(report_file)})"
     if error == "CellTimeoutError":
         # The cell that timed out is the last one the kernel started (it numbers
         # a cell when it starts it), or the first if it never started one.
@@ -125,7 +118,3 @@ def _cell_location(client, index: int | None) -> str:
     if index is None or index >= len(source_map):
         return path
     return f"{path}:{source_map[index]}"
-
-
-def _docname(path) -> str:
-    return Path(path).relative_to(_srcdir).with_suffix("").as_posix()

@@ -15,6 +15,7 @@ and for ``make claims`` (``claims.json`` beside the doctrees).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -22,16 +23,12 @@ from pathlib import Path
 
 from sphinx.application import Sphinx
 
-from autograd_docs import claim_sentences
+from autograd_docs import build_state, claim_sentences
 from autograd_docs.claim_record import MIMETYPE
 from autograd_docs.diagnostics import AuthorError, report, shown_path
 
 # Written beside the doctrees at the end of every build: {docname: [claim, ...]}.
 CLAIMS_FILE = "claims.json"
-
-# Source path -> the claims ``take`` found, from the moment the page's client is
-# done until doctree-read files them under the page's name (same reader process).
-_taken: dict[str, list[dict]] = {}
 
 WORD = re.compile(r"\S+")
 
@@ -65,7 +62,7 @@ class _Prose:
         return self.first_line + self.raw[: self.raw_offset[at]].count("\n")
 
 
-def take(client) -> None:
+def take(app: Sphinx, client) -> None:
     """Take the claim records out of an executed page, check their quotes, keep them."""
     notebook = client.notebook
     source_map = notebook.metadata.get("source_map", [])
@@ -119,18 +116,13 @@ def take(client) -> None:
                 )
                 continue
             found.append({**record, "check_line": check_line, "sentence_line": sentence_line})
-    _taken[str(client.path)] = found
+    build_state.of(app).claims_taken[str(client.path)] = found
 
 
-_parser = None
-
-
+@functools.cache
 def _md():
     """One MyST parser per process, for every page's sentences."""
-    global _parser
-    if _parser is None:
-        _parser = claim_sentences.parser()
-    return _parser
+    return claim_sentences.parser()
 
 
 def _first_line(file_text: str, source: str, source_map: list[int], index: int) -> int:
@@ -154,7 +146,7 @@ def _first_code_line(file_lines: list[str], source_map: list[int], index: int, s
 
 def _file_in_env(app: Sphinx, doctree) -> None:
     docname = app.env.docname
-    claims = _taken.pop(str(app.env.doc2path(docname)), None)
+    claims = build_state.of(app).claims_taken.pop(str(app.env.doc2path(docname)), None)
     if claims is not None:
         _claims(app.env)[docname] = claims
 

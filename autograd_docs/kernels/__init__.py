@@ -16,7 +16,8 @@ build, as ``make test`` does), or at ``make clean``.
 
 jupyter-cache's ``executenb``, the one call through which myst-nb executes a
 page, is wrapped here to call ``PageRunner.execute`` (``_compat/jupyter.py``
-says what retires that wrapper). The runner is started once the configuration
+says what retires that wrapper), which hands the page to
+``page_client.execute_page``. The runner is started once the configuration
 is read when pages are likely to be read (so the server's imports overlap
 Sphinx loading the saved environment), or else before pages are read, and closed when the build
 finishes, or at interpreter exit if the build fails. Parallel readers (``-j``)
@@ -28,7 +29,6 @@ from __future__ import annotations
 import atexit
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from nbformat import NotebookNode
@@ -45,41 +45,39 @@ from autograd_docs.kernels.page_client import execute_page
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Keep:
-    """How long the fork server stays after the build (``warm_server.py``)."""
-
-    site: Path  # the folder of conf.py: one warm server per site
-    idle: float  # seconds without a page before it exits; 0: it ends with the build
-    snippets: Path | None  # their source is part of the server's fingerprint
-
-
 class PageRunner:
-    """How every page of a build runs: started before pages are read, runs each
-    page through nbclient's ``execute`` (``original``) in a process of its own,
-    closed when the build ends."""
+    """How every page of one build runs: made with the build (``setup``), started
+    before pages are read, runs each page through nbclient's ``execute``
+    (``original``) in a process of its own, closed when the build ends. Its
+    handlers are the build's own, so jupyter-cache's ``executenb``, which is
+    called with no application, finds it without a module global; parallel
+    readers are forked after it starts and share it."""
 
-    def __init__(self, environment: dict[str, str], keep: Keep | None = None) -> None:
-        self.environment = environment  # what every page's process starts with
-        self.keep = keep  # whether, and where, the server outlives the build
+    def __init__(self, app: Sphinx) -> None:
+        self.app = app
         self.unavailable = fork_server.unavailable_reason()  # why no page is forked
         self.owner = os.getpid()  # the build; parallel readers are forked from it
+        self.environment: dict[str, str] = {}  # what every page's process starts with
         self.server: fork_server.ForkServer | None = None  # this build's own, if it has one
         self.socket_path: str | None = None
-        self._started = False
+        self.started = False
 
     def start(self) -> None:
         """Find or start the fork server; called again is a no-op."""
-        if self._started:
+        if self.started:
             return
-        self._started = True
+        self.started = True
+        configured = settings.of(self.app)
+        site = Path(self.app.confdir)  # one warm server per site
+        self.environment = kernel_environment(site, configured.snippets)
+        atexit.register(self.close)  # if the build fails before build-finished
         if self.unavailable:
             logger.info(f"fork server off ({self.unavailable}): each page starts cold")
             return
-        if self.keep is not None and self.keep.idle:
+        if configured.server_idle:
             try:
                 self.socket_path = warm_server.socket_for(
-                    self.environment, self.keep.site, self.keep.idle, self.keep.snippets
+                    self.environment, site, configured.server_idle, configured.snippets
                 )
                 return
             except (warm_server.NotOurs, wire.WireError, OSError) as error:
@@ -94,28 +92,49 @@ class PageRunner:
         environment = {**os.environ, **self.environment}  # as a kernel's would be
         return execute_page(original, notebook, self.socket_path, environment, cwd=cwd, **kwargs)
 
+    def executenb(self, original: Callable) -> Callable:
+        """jupyter-cache's ``executenb`` (``original``), wrapped: this runner runs the page."""
+
+        def executenb(notebook, cwd=None, **kwargs):
+            if not self.started:
+                raise RuntimeError(
+                    "myst-nb executes a page that _compat.executes_page said it would not: "
+                    "the engine's copy of myst-nb's rule no longer follows it"
+                )
+            return self.execute(original, notebook, cwd, **{**kwargs, **cache_key.NBCLIENT_OPTIONS})
+
+        return executenb
+
+    def start_early(self, app: Sphinx, config: Config) -> None:
+        """Start as soon as the configuration is read, if pages will be read: the
+        server imports while Sphinx loads the saved environment and the builder.
+
+        If the guess says nothing changed, it waits until Sphinx knows it has
+        pages to read (``start_before_reading``): a no-change rebuild never
+        starts a server.
+        """
+        if config.nb_execution_mode != "off" and _sources_changed(app):
+            self.start()
+
+    def start_before_reading(self, app: Sphinx, env, docnames: list[str]) -> None:
+        """Before pages are read (and parallel readers fork): start if any of them
+        executes. A page's own front matter may execute it whatever
+        nb_execution_mode says."""
+        if any(_compat.executes_page(app, docname) for docname in docnames):
+            self.start()
+
     def close(self) -> None:
-        """Stop what ``start`` started (called by the build, never by a reader)."""
-        if self.server is not None:
+        """Stop what ``start`` started; only the process that made the runner
+        does (a forked reader that exits leaves it to the build)."""
+        if self.server is not None and self.owner == os.getpid():
             self.server.stop()
             self.server = None
 
-
-# The one piece of module state: the runner of this process's build. It is here,
-# not on the application, because jupyter-cache calls ``executenb`` with no
-# application to find it on; parallel readers inherit it when they fork.
-_active: PageRunner | None = None
-
-
-def _activate(app: Sphinx) -> PageRunner:
-    global _active
-    if _active is None:
-        configured = settings.of(app)
-        keep = Keep(Path(app.confdir), configured.server_idle, configured.snippets)
-        environment = kernel_environment(Path(app.confdir), configured.snippets)
-        _active = PageRunner(environment, keep)
-        atexit.register(_close)
-    return _active
+    def finish(self, app: Sphinx, exception: BaseException | None) -> None:
+        """At build-finished: close now, not at exit (which would keep the
+        build's application alive until then)."""
+        atexit.unregister(self.close)
+        self.close()
 
 
 def _sources_changed(app: Sphinx) -> bool:
@@ -130,57 +149,12 @@ def _sources_changed(app: Sphinx) -> bool:
     return any(path.stat().st_mtime > since for path in candidates)
 
 
-def _start_early(app: Sphinx, config: Config) -> None:
-    """Start the runner as soon as the configuration is read, if pages will be
-    read: the server imports while Sphinx loads the saved environment and the
-    builder.
-
-    If the guess says nothing changed, it waits until Sphinx knows it has pages
-    to read (``_start_before_reading``): a no-change rebuild never starts a server.
-    """
-    if config.nb_execution_mode != "off" and _sources_changed(app):
-        _activate(app).start()
-
-
-def _start_before_reading(app: Sphinx, env, docnames: list[str]) -> None:
-    """Before pages are read (and parallel readers fork): start the runner if
-    any of them executes. A page's own front matter may execute it whatever
-    nb_execution_mode says."""
-    if any(_compat.executes_page(app, docname) for docname in docnames):
-        _activate(app).start()
-
-
-def _execute_page(original):
-    """Wrap jupyter-cache's ``executenb``: the build's runner runs the page."""
-
-    def executenb(notebook, cwd=None, **kwargs):
-        if _active is None:
-            raise RuntimeError(
-                "myst-nb executes a page that _compat.executes_page said it would not: "
-                "the engine's copy of myst-nb's rule no longer follows it"
-            )
-        return _active.execute(original, notebook, cwd, **{**kwargs, **cache_key.NBCLIENT_OPTIONS})
-
-    return executenb
-
-
-def _close(*_args) -> None:
-    """Close the runner; only the process that started it does (a forked
-    reader that exits leaves it to the build)."""
-    global _active
-    if _active is not None and _active.owner == os.getpid():
-        _active.close()
-        _active = None
-
-
 def setup(app: Sphinx) -> dict:
-    # Builds in one process run one after another: what an earlier one left
-    # active (it failed before build-finished) is not this build's.
-    _close()
     app.setup_extension("autograd_docs.settings")
-    app.connect("config-inited", _start_early, priority=900)  # after every part's checks
+    runner = PageRunner(app)
+    app.connect("config-inited", runner.start_early, priority=900)  # after every part's checks
     # env-before-read-docs: before parallel readers fork, and only when pages are read.
-    app.connect("env-before-read-docs", _start_before_reading)
-    app.connect("build-finished", _close)
-    _compat.wrap_executenb(_execute_page)
+    app.connect("env-before-read-docs", runner.start_before_reading)
+    app.connect("build-finished", runner.finish)
+    _compat.wrap_executenb(runner.executenb)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -11,9 +11,9 @@ never by the build.
 
 from __future__ import annotations
 
-import atexit
 import ctypes
 import functools
+import importlib.util
 import os
 import signal
 import socket
@@ -26,6 +26,22 @@ if TYPE_CHECKING:
     from autograd_docs.kernels.server import Server
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _private_hooks():
+    """``_compat/process.py``, where the private hooks of this process (CPython's,
+    IPython's, ipykernel's) are kept with the engine's others, loaded from its
+    file: importing it as ``autograd_docs._compat.process`` would import the
+    ``_compat`` package, and Sphinx with it, into every page's process."""
+    path = os.path.join(os.path.dirname(HERE), "_compat", "process.py")
+    spec = importlib.util.spec_from_file_location("process", path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+process = _private_hooks()  # also page_runner's, in a page's process
 
 PR_SET_PDEATHSIG = 1
 
@@ -69,7 +85,7 @@ def become(
         traceback.print_exc()
     finally:
         try:
-            atexit._run_exitfuncs()  # what interpreter exit would run
+            process.run_exit_functions()  # what interpreter exit would run
             sys.stdout.flush()
             sys.stderr.flush()
         finally:

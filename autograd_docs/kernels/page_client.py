@@ -23,10 +23,10 @@ import subprocess
 import sys
 from collections.abc import Callable
 
-from nbclient.client import NotebookClient
 from nbformat import NotebookNode
 from sphinx.util import logging
 
+from autograd_docs._compat import cells_to_run
 from autograd_docs.kernels import wire
 from autograd_docs.kernels.page_messages import Channel, PageMessages, request_id
 
@@ -35,25 +35,6 @@ logger = logging.getLogger(__name__)
 HERE = os.path.dirname(os.path.abspath(__file__))
 PAGE_RUNNER = os.path.join(HERE, "page_runner.py")
 COLD = os.path.join(HERE, "cold.py")
-
-
-def cells_to_run(notebook: NotebookNode, allow_errors: bool) -> list[dict]:
-    """The cells nbclient will ask the kernel to run, in its order and with its
-    ``stop_on_error``, by nbclient's own rules (``async_execute_cell``)."""
-    defaults = NotebookClient(notebook)
-    skip_tag = defaults.skip_cells_with_tag
-    cells = []
-    for cell in notebook.cells:
-        tags = cell.get("metadata", {}).get("tags", [])
-        if cell.cell_type != "code" or not cell.source.strip() or skip_tag in tags:
-            continue
-        cells.append(
-            {
-                "source": cell.source,
-                "stop_on_error": not (allow_errors or "raises-exception" in tags),
-            }
-        )
-    return cells
 
 
 class PageKernelClient:
@@ -93,7 +74,7 @@ class PageKernelClient:
         }:
             raise RuntimeError(
                 f"nbclient asked to run cell {index} of a page, which the forked "
-                "runner was not given: page_client.cells_to_run no longer follows "
+                "runner was not given: _compat.cells_to_run no longer follows "
                 "nbclient's rules"
             )
         self._executed += 1
@@ -242,7 +223,9 @@ def execute_page(
 ) -> NotebookNode:
     """Run ``notebook`` with nbclient's ``execute`` (taking the same arguments) in
     a process of its own with ``env`` as its environment: forked by the server
-    at ``socket_path`` where there is one that answers, else started cold.
+    at ``socket_path`` where there is one that answers, else started cold. That
+    process runs the cells with ``page_runner.main`` (the server forks it and
+    ``child.become`` calls it; ``cold.py`` does the same in a fresh interpreter).
     Raises whatever nbclient raises."""
     manager = PageManager(
         socket_path, cells_to_run(notebook, kwargs.get("allow_errors", False)), env

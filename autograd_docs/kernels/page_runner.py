@@ -20,19 +20,21 @@ the child waits for the build to hang up, so it is alive for as long as the
 build reads its messages.
 
 Only the standard library, ipykernel and its dependencies are imported here:
-the fork server imports this module as a plain script.
+the fork server imports this module as a plain script. Its private hooks of
+IPython and ipykernel are ``_compat/process.py``'s (loaded by ``child.py``).
 """
 
 import os
 import socket
 import sys
 import threading
-import types
 
-try:
-    from . import wire  # as autograd_docs.kernels.page_runner (tests)
-except ImportError:
-    import wire  # type: ignore[no-redef,import-not-found]  # as the fork server's neighbour, in a page's child
+if __package__:  # as autograd_docs.kernels.page_runner (tests)
+    from autograd_docs._compat import process
+    from autograd_docs.kernels import wire
+else:  # as the fork server's neighbour, in a page's child: no engine package
+    import wire  # type: ignore[no-redef,import-not-found]
+    from child import process  # type: ignore[no-redef,import-not-found]  # _compat/process.py
 
 IDLE_WAIT = 300  # seconds; an "idle" this late means the IOPub thread is stuck: say so
 
@@ -43,19 +45,14 @@ def _as_a_kernel_app_would() -> None:
     working folder on ``sys.path`` after the standard library (IPython's own
     ``init_path``). Not done, as not wanted: the user's IPython profile and
     startup files, which a build must not depend on."""
-    from IPython.core.shellapp import InteractiveShellApp
-
     if not os.environ.get("MPLBACKEND"):
         os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
-    # Private hook (IPython 9.18.1, see _compat): as a method of no app;
-    # init_path reads only ``self.ignore_cwd``.
-    InteractiveShellApp.init_path(types.SimpleNamespace(ignore_cwd=False))  # type: ignore[arg-type]
+    process.put_working_folder_on_path()
 
 
 def _kernel():
     """ipykernel's in-process kernel, configured as nbclient configures a kernel."""
     from ipykernel.inprocess.manager import InProcessKernelManager
-    from ipykernel.iostream import OutStream
     from traitlets.config import Config
 
     config = Config()
@@ -63,11 +60,9 @@ def _kernel():
     manager = InProcessKernelManager(config=config)
     manager.start_kernel()
     kernel = manager.kernel
-    # A kernel's streams capture file-descriptor writes too (IPKernelApp's
-    # capture_fd_output); the in-process kernel's default streams do not.
-    # Private hook (ipykernel 7.4.0, see _compat): its streams replaced.
-    for name in ("stdout", "stderr"):
-        setattr(kernel, name, OutStream(kernel.session, kernel.iopub_thread, name, watchfd=True))
+    # A kernel's streams capture file-descriptor writes too; the in-process
+    # kernel's default streams do not.
+    process.capture_descriptor_writes(kernel)
     client = manager.client()
     client.start_channels()
     return kernel, client
