@@ -291,6 +291,18 @@ def test_a_record_says_whose_value_a_literal_is_and_names_what_the_cell_showed(p
                                      "displayed) is True")
 
 
+def test_a_literal_is_the_sentences_only_with_its_signs_in_its_order():
+    """A sign or order slip in the sentence makes the typed value the check's own."""
+    import oracle
+
+    value = "torch.tensor([0.5, -1.0, 0.0, 2.0])"
+    assert oracle._states("x is $(0.5, -1, 0, 2)$ here", value)
+    assert oracle._states("x is (0.5, \u22121, 0, 2)", value)
+    assert not oracle._states("x is (0.5, 1, 0, 2)", value)
+    assert not oracle._states("x is (2, 0, -1, 0.5)", value)
+    assert not oracle._states("x-1 is 0.5, 1, 0, 2", value)
+
+
 def test_a_property_record_says_what_it_held_fixed_and_names_mapped_families(published):
     import oracle
     from hypothesis import strategies as st
