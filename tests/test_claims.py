@@ -95,8 +95,11 @@ SENTENCE = cs.Sentence("p.md", 1, "It leaves $v^\\top J$ in `x.grad`, always.", 
     ([_record("returns None whatever the seed")], cs.UNCHECKED),
     ([_record("leaves $v^\\top J$ in `x.grad`")], cs.PARTLY),  # "always" left outside
     ([_record("It leaves $v^\\top J$ in `x.grad`, always.")], cs.EXAMPLE),
+    # a family over one clause, an example over the other: an example, not a family
     ([_record("It leaves $v^\\top J$ in"), _record("in `x.grad`, always.", "family")],
-     cs.FAMILY),
+     cs.EXAMPLE),
+    ([_record("It leaves $v^\\top J$ in", "family"), _record("in `x.grad`, always.", "family"),
+      _record("in `x.grad`")], cs.FAMILY),
     ([_record("It leaves $v^\\top J$ in `x.grad`, always. And more")], cs.EXAMPLE),
 ])
 def test_a_sentence_is_as_checked_as_its_quotes_say(records, verdict):
