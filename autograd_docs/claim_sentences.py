@@ -17,7 +17,9 @@ it lies inside one). Each is then one of:
 
 * ``partly checked``: the quotes leave words of the sentence outside, so those
   words could change with the build still green;
-* ``proven over a family``: fully quoted, and a check drew a family of cases;
+* ``proven over a family``: fully quoted by checks that drew a family of cases
+  (the family checks' quotes alone cover every word: a clause only an example
+  proves keeps the sentence an example);
 * ``checked on an example``: fully quoted, every check ran on one instance.
   A sentence that generalises (``GENERALISING``) and is only checked this way
   is reported apart: its check covers less than it says.
@@ -277,7 +279,8 @@ def verdict(sentence: Sentence, records: list[dict]) -> str:
         return UNCHECKED
     if unquoted_words(sentence, mine):
         return PARTLY
-    return FAMILY if any(is_family(r) for r in mine) else EXAMPLE
+    family = [r for r in mine if is_family(r)]
+    return FAMILY if family and not unquoted_words(sentence, family) else EXAMPLE
 
 
 GENERAL_ON_EXAMPLE = "generalising, checked on an example only"

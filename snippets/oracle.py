@@ -385,13 +385,19 @@ def _side(source: str | None, value, quote: str | None = None) -> str:
     return f"{named} = {shown}" if named.startswith("`") else f"{named}, {shown}"
 
 
-NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e-?\d+)?")
+# A sign counts only where it starts the number ("(-1, 2)", "$-0.5$"), not in "x-1".
+NUMBER = re.compile(r"(?<![\w.])[-\u2212]?\d+(?:\.\d+)?(?:e-?\d+)?")
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(n.replace("\u2212", "-")) for n in NUMBER.findall(text)]
 
 
 def _states(quote: str, literal: str) -> bool:
-    """Whether every number of the typed value stands in the quoted sentence."""
-    said = {float(n) for n in NUMBER.findall(quote)}
-    return all(float(n) in said for n in NUMBER.findall(literal))
+    """Whether the typed value's signed numbers stand in the quoted sentence in the
+    value's order (a subsequence: the sentence may say more around them)."""
+    said = iter(_numbers(quote))
+    return all(any(n == s for s in said) for n in _numbers(literal))
 
 
 def _is_literal(source: str) -> bool:

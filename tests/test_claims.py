@@ -95,8 +95,11 @@ SENTENCE = cs.Sentence("p.md", 1, "It leaves $v^\\top J$ in `x.grad`, always.", 
     ([_record("returns None whatever the seed")], cs.UNCHECKED),
     ([_record("leaves $v^\\top J$ in `x.grad`")], cs.PARTLY),  # "always" left outside
     ([_record("It leaves $v^\\top J$ in `x.grad`, always.")], cs.EXAMPLE),
+    # a family over one clause, an example over the other: an example, not a family
     ([_record("It leaves $v^\\top J$ in"), _record("in `x.grad`, always.", "family")],
-     cs.FAMILY),
+     cs.EXAMPLE),
+    ([_record("It leaves $v^\\top J$ in", "family"), _record("in `x.grad`, always.", "family"),
+      _record("in `x.grad`")], cs.FAMILY),
     ([_record("It leaves $v^\\top J$ in `x.grad`, always. And more")], cs.EXAMPLE),
 ])
 def test_a_sentence_is_as_checked_as_its_quotes_say(records, verdict):
@@ -289,6 +292,18 @@ def test_a_record_says_whose_value_a_literal_is_and_names_what_the_cell_showed(p
         "cell above displayed) = tensor([1.]) against the value typed in the check, "), long_code
     assert condition["compared"] == ("`bool(_[1].sum() > 0)` (`_`: what the cell above "
                                      "displayed) is True")
+
+
+def test_a_literal_is_the_sentences_only_with_its_signs_in_its_order():
+    """A sign or order slip in the sentence makes the typed value the check's own."""
+    import oracle
+
+    value = "torch.tensor([0.5, -1.0, 0.0, 2.0])"
+    assert oracle._states("x is $(0.5, -1, 0, 2)$ here", value)
+    assert oracle._states("x is (0.5, \u22121, 0, 2)", value)
+    assert not oracle._states("x is (0.5, 1, 0, 2)", value)
+    assert not oracle._states("x is (2, 0, -1, 0.5)", value)
+    assert not oracle._states("x-1 is 0.5, 1, 0, 2", value)
 
 
 def test_a_property_record_says_what_it_held_fixed_and_names_mapped_families(published):

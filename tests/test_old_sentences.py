@@ -915,3 +915,46 @@ def test_r2_numpy_of_autocast_bfloat16_needs_float_first(real_claims):
     replay(real_claims, "reference/error-messages", "A bfloat16 tensor, such as",
            detach_or_force_converts_autocast_output, autocast_dtypes(), st.integers(0, 2**16),
            fails_on="torch.bfloat16", because="BFloat16")
+
+
+# -- Audit of 2026-12-05: the false edits that stayed green ------------------------------
+
+def element_k_counts_the_flattened_entries(outputs_drawn) -> None:
+    """Audit row 21, error-messages.md: "'Element 0' counts the entries of the outputs,
+    flattened in order"."""
+    p = torch.tensor(1.0, requires_grad=True)
+    outputs = [p * torch.ones(size) if has_graph else torch.zeros(size)
+               for has_graph, size in outputs_drawn]
+    flags = [has_graph for has_graph, _size in outputs_drawn]
+    if all(flags):
+        return
+    k = flags.index(False)
+    with pytest.raises(RuntimeError, match=f"^element {sum(s for _h, s in outputs_drawn[:k])} of"):
+        torch.autograd.backward(outputs, [torch.ones_like(out) for out in outputs])
+
+
+def test_audit_21_element_k_is_not_a_flattened_entry(real_claims):
+    replay(real_claims, "reference/error-messages", '"Element 0" counts',
+           element_k_counts_the_flattened_entries,
+           st.lists(st.tuples(st.booleans(), st.integers(1, 3)), min_size=1, max_size=5),
+           fails_on="(True, 2), (False, 1)", because="element 1 of tensors")
+
+
+def leaky_relu_is_as_good_as_a_smooth_activation(name, hidden_layers, seed) -> bool:
+    """Audit row 3, differentiate-a-network-output-with-respect-to-its-input.md: "A ReLU
+    network has u_xx = 0: use `LeakyReLU` instead"."""
+    torch.manual_seed(seed)
+    activation = getattr(torch.nn, name)()
+    net = torch.nn.Sequential(torch.nn.Linear(1, 16), activation, torch.nn.Linear(16, 1))
+    points_x = torch.linspace(-2, 2, 9).unsqueeze(1).requires_grad_()
+    u = net(points_x)
+    (u_x,) = torch.autograd.grad(u, points_x, torch.ones_like(u), create_graph=True)
+    (u_xx,) = torch.autograd.grad(u_x, points_x, torch.ones_like(u_x))
+    return bool((u_xx == 0).all()) == (name == "ReLU")
+
+
+def test_audit_3_leaky_relu_also_has_no_second_derivative(real_claims):
+    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
+           "A ReLU network has $u_{xx} = 0$", leaky_relu_is_as_good_as_a_smooth_activation,
+           st.sampled_from(["GELU", "LeakyReLU", "ReLU", "SiLU", "Softplus", "Tanh"]),
+           st.integers(1, 2), SEEDS, fails_on="'LeakyReLU'")
