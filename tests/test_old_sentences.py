@@ -941,7 +941,10 @@ def buffers_passed_once_run_under_vmap(setting) -> None:
     model, batch = setting.model, setting.inputs.detach()
     params = {name: p.detach() for name, p in model.named_parameters()}
     buffers = {name: b.clone() for name, b in model.named_buffers()}
-    run = lambda p, b, x: torch.func.functional_call(model, (p, b), (x,)).sum()
+
+    def run(p, b, x):
+        return torch.func.functional_call(model, (p, b), (x,)).sum()
+
     torch.func.vmap(run, in_dims=(None, None, 0), randomness="different")(
         params, buffers, torch.stack([batch, batch.flip(0)]))
 
