@@ -184,8 +184,19 @@ def non_leaf_inputs(draw) -> NonLeaf:
     return NonLeaf(f"randn(3, 2, requires_grad=True) then {way}", leaf, NON_LEAF_WAYS[way](leaf))
 
 
+@named("vectors, rows (N, F) and image batches (B, C, H, W), with a dim of each")
+def shapes_and_dims() -> st.SearchStrategy[tuple[tuple[int, ...], int]]:
+    """A shape a reader normalizes, and one of its dimensions (negative ones too):
+    a recipe that names no dim (F.normalize's default dim=1, x.norm()'s whole
+    tensor) is right for one of them only."""
+    shapes = st.sampled_from([(4,), (3, 4), (2, 3, 4, 5)])
+    return shapes.flatmap(lambda shape: st.tuples(
+        st.just(shape), st.integers(-len(shape), len(shape) - 1)))
+
+
 FAMILIES = (multi_feature_inputs, image_batches, sample_batches, train_mode_models,
-            multi_term_losses, autocast_dtypes, compiled_modules, non_leaf_inputs)
+            multi_term_losses, autocast_dtypes, compiled_modules, non_leaf_inputs,
+            shapes_and_dims)
 
 
 def main() -> None:

@@ -958,3 +958,77 @@ def test_audit_3_leaky_relu_also_has_no_second_derivative(real_claims):
            "A ReLU network has $u_{xx} = 0$", leaky_relu_is_as_good_as_a_smooth_activation,
            st.sampled_from(["GELU", "LeakyReLU", "ReLU", "SiLU", "Softplus", "Tanh"]),
            st.integers(1, 2), SEEDS, fails_on="'LeakyReLU'")
+
+
+def column_first_seeded_with_ones_like_u(setting) -> None:
+    """N1, look-up-the-questions-people-ask.md (PINN, several input features):
+    "`u_xx = grad(u_X[:, 0], X, torch.ones_like(u))[0][:, :1]`"; its check seeded
+    with `torch.ones_like(u)[:, 0]` instead. A network returns u as (N, 1), the
+    column u_X[:, 0] is (N,): the seed as written has the wrong shape and raises."""
+    X = setting.inputs
+    u = setting.model(X)
+    (u_X,) = torch.autograd.grad(u, X, torch.ones_like(u), create_graph=True)
+    torch.autograd.grad(u_X[:, 0], X, torch.ones_like(u))
+
+
+def test_n1_the_column_first_seed_shaped_like_u_raises(real_claims):
+    replay(real_claims, "reference/look-up-the-questions-people-ask", "With several input features,",
+           column_first_seeded_with_ones_like_u, multi_feature_inputs(),
+           fails_on="tanh MLP", because="Mismatch in shape")
+
+
+def buffers_passed_once_run_under_vmap(setting) -> None:
+    """N3, differentiation-apis.md (functional_call): "under `grad` or `vmap` that
+    update raises. Pass them too, as an input of the function you transform". Under
+    vmap, BatchNorm's buffers passed once (in_dims=None) raise as the captured ones do."""
+    model, batch = setting.model, setting.inputs.detach()
+    params = {name: p.detach() for name, p in model.named_parameters()}
+    buffers = {name: b.clone() for name, b in model.named_buffers()}
+
+    def run(p, b, x):
+        return torch.func.functional_call(model, (p, b), (x,)).sum()
+
+    torch.func.vmap(run, in_dims=(None, None, 0), randomness="different")(
+        params, buffers, torch.stack([batch, batch.flip(0)]))
+
+
+def test_n3_buffers_passed_once_are_not_enough_under_vmap(real_claims):
+    from reader_settings import train_mode_models
+
+    replay(real_claims, "reference/differentiation-apis", "Buffers you do not pass, such",
+           buffers_passed_once_run_under_vmap, train_mode_models(),
+           fails_on="BatchNorm1d", because="Batch norm got a batched tensor")
+
+
+def default_normalize_replaces_dividing_by_the_norm(shape_and_dim, seed) -> bool:
+    """How-to 1, debug-nan-and-wrong-gradients.md (table): "`x / x.norm()` | ... |
+    `F.normalize`", the mask with `n = x.norm(dim=-1, keepdim=True)`. F.normalize's
+    default is dim=1, x.norm() the whole tensor's norm, the mask dim -1: three
+    different numbers on rows and images, and a 1-D x raises."""
+    x = torch.randn(shape_and_dim[0], dtype=torch.float64,
+                    generator=torch.Generator().manual_seed(seed))
+    return torch.allclose(torch.nn.functional.normalize(x), x / x.norm())
+
+
+def test_howto1_normalize_names_no_dim(real_claims):
+    from reader_settings import shapes_and_dims
+
+    replay(real_claims, "how-to/debug-nan-and-wrong-gradients", "over the dimension you normalize over",
+           default_normalize_replaces_dividing_by_the_norm, shapes_and_dims(), SEEDS,
+           fails_on="((4,), ", because="Dimension out of range")
+
+
+def mean_of_per_device_losses_is_the_batch_loss(devices, per_device, seed) -> bool:
+    """N7, look-up-the-questions-people-ask.md (DataParallel): "Reduce it first:
+    `loss.mean().backward()` (equal to the whole batch's mean ...)", for any loss.
+    Per-device summed losses: their mean is the batch loss divided by the devices."""
+    batch = torch.randn(devices * per_device, dtype=torch.float64,
+                        generator=torch.Generator().manual_seed(seed))
+    sums = torch.stack([chunk.sum() for chunk in batch.split(per_device)])
+    return torch.allclose(sums.mean(), batch.sum())
+
+
+def test_n7_the_mean_of_summed_per_device_losses_halves_the_batch_loss(real_claims):
+    replay(real_claims, "reference/look-up-the-questions-people-ask", "Reduce it first:",
+           mean_of_per_device_losses_is_the_batch_loss, st.integers(2, 4), st.integers(1, 4),
+           st.integers(0, 2**16), fails_on="2, 1, ")
