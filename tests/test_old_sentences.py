@@ -256,7 +256,7 @@ def survives_when_no_derivative_needs_a_value(chain) -> bool:
 
 
 @pytest.mark.parametrize("docname, quote, chains", [
-    ("reference/misconceptions", "A second `backward` without `retain_graph` raises exactly",
+    ("reference/misconceptions", "A second full `backward` (no `inputs=`) without `retain_graph` raises exactly",
      operation_chains()),
     ("reference/look-up-the-questions-people-ask", "Whether a graph survives a second pass",
      operation_chains(SIMPLE_OPERATIONS)),
