@@ -668,7 +668,8 @@ def the_same_line_works_for_any_step(form, name, dtype, values) -> None:
 
 def test_s1_the_straight_through_line_loses_a_far_step_to_rounding(real_claims):
     replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
-           "exact for these five steps in every floating dtype", the_same_line_works_for_any_step,
+           "Write `x - x.detach() + step(x).detach()` instead, exact for these five steps",
+           the_same_line_works_for_any_step,
            st.just("x - x.detach() + step(x).detach()"), st.sampled_from(sorted(STEPS)),
            st.sampled_from([torch.float16, torch.bfloat16, torch.float32, torch.float64]),
            st.lists(st.floats(-1e9, 1e9, allow_nan=False), min_size=1, max_size=6),
