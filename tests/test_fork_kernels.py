@@ -418,7 +418,13 @@ def test_the_next_build_removes_only_folders_nothing_holds(temp):
     unlocked.mkdir()
     (unlocked / "server.sock").touch()
     try:
-        assert fork_server.remove_stale_folders(str(temp)) == [dead_folder]
+        # The lock goes when the last process holding it exits: a page process the
+        # killed server had forked may outlive it by a moment on a busy machine.
+        removed, deadline = [], time.monotonic() + 30
+        while dead_folder.exists() and time.monotonic() < deadline:
+            removed += fork_server.remove_stale_folders(str(temp))
+            time.sleep(0.05)
+        assert removed == [dead_folder]
         assert live_folder.exists() and unlocked.exists()
     finally:
         live.kill()
