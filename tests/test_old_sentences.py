@@ -1033,3 +1033,19 @@ def test_n7_the_mean_of_summed_per_device_losses_halves_the_batch_loss(real_clai
     replay(real_claims, "reference/look-up-the-questions-people-ask", "Reduce it first:",
            mean_of_per_device_losses_is_the_batch_loss, st.integers(2, 4), st.integers(1, 4),
            st.integers(0, 2**16), fails_on="2, 1, ")
+
+
+def vmap_jacrev_of_the_model_gives_each_samples_jacobian(setting, jac) -> None:
+    """G1, misconceptions.md (a network with several outputs per sample):
+    "`torch.func.vmap(torch.func.jacrev(model))` gives each sample's Jacobian
+    whole", with no word on Dropout or BatchNorm: the model as it comes, in
+    training mode."""
+    torch.func.vmap(jac(setting.model))(setting.inputs.detach())
+
+
+def test_g1_vmap_jacrev_raises_on_a_train_mode_dropout_model(real_claims):
+    from reader_settings import train_mode_models
+
+    replay(real_claims, "reference/misconceptions", "`torch.func.vmap(torch.func.jacrev(model))` gives each",
+           vmap_jacrev_of_the_model_gives_each_samples_jacobian, train_mode_models(),
+           st.just(torch.func.jacrev), fails_on="Dropout (train)", because="called random operation")
