@@ -4,12 +4,15 @@ Dropout or BatchNorm1d: when the mapped call raises, and what works instead.
 ``vmap(jac(model))`` calls ``model`` on one sample at a time. With Dropout in
 training mode that raises ("called random operation": vmap refuses random draws by
 default); after ``model.eval()`` it runs. BatchNorm1d refuses a single unbatched
-sample in either mode ("expected 2D or 3D input"); after ``model.eval()``, mapping
+sample in either mode ("expected 2D or 3D input"), and in training mode it mixes
+the samples (each output depends on every sample); after ``model.eval()``, mapping
 ``lambda row: model(row[None])[0]`` runs. Either way the result is each sample's
-Jacobian, the one a loop over the samples gives.
+Jacobian, the one a loop over the samples gives. The drawn model gets a head of
+three outputs, so each sample's Jacobian has several rows.
 """
 
 import torch
+from families import seeded
 from oracle import check_close
 
 REFUSALS = {"Dropout": "called random operation", "BatchNorm1d": "expected 2D or 3D input"}
@@ -19,7 +22,9 @@ def vmap_after_eval_and_one_row_at_a_time_for_batchnorm(setting, jac=torch.func.
     """``setting``: a ``reader_settings.train_mode_models()`` member. True when
     ``vmap(jac(model))`` raises as said (in training mode; for BatchNorm1d in eval
     mode too) and the fixed call gives each sample's Jacobian after ``eval()``."""
-    model, batch = setting.model, setting.inputs.detach()
+    with seeded(0):
+        head = torch.nn.Linear(1, 3, dtype=setting.inputs.dtype)  # several outputs per sample
+    model, batch = torch.nn.Sequential(*setting.model, head).train(), setting.inputs.detach()
     one_row = lambda row: model(row[None])[0]  # noqa: E731 (the page's own words)
     mapped = torch.func.vmap(jac(model))
     modes = ("train", "eval") if setting.kind == "BatchNorm1d" else ("train",)
@@ -31,6 +36,11 @@ def vmap_after_eval_and_one_row_at_a_time_for_batchnorm(setting, jac=torch.func.
             assert REFUSALS[setting.kind] in str(error), error
         else:
             return False
+    if setting.kind == "BatchNorm1d":  # in training mode each output reads every sample
+        model.train()
+        whole = torch.autograd.functional.jacobian(model, batch)  # (B, outputs, B, F)
+        others = [whole[i, :, j] for i in range(len(batch)) for j in range(len(batch)) if i != j]
+        assert torch.stack(others).abs().max() > 1e-6, "train-mode BatchNorm1d left the samples apart"
     model.eval()
     looped = torch.stack([jac(one_row)(row) for row in batch])
     fixed = torch.func.vmap(jac(one_row if setting.kind == "BatchNorm1d" else model))
