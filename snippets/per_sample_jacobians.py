@@ -47,3 +47,29 @@ def vmap_after_eval_and_one_row_at_a_time_for_batchnorm(setting, jac=torch.func.
     check_close(fixed(batch), looped, "after eval(): each sample's Jacobian")
     model.train()
     return True
+
+
+def main() -> None:
+    """Check the recipe over the train-mode models, with jacfwd and with jacrev, and
+    show the unconditional sentence ("vmap(jacrev(model)) gives each sample's
+    Jacobian") fail on a Dropout model in training mode."""
+    from families import members
+    from reader_settings import train_mode_models
+
+    settings = members(train_mode_models(), 6)
+    assert {setting.kind for setting in settings} == set(REFUSALS), "draw both kinds"
+    for jac in (torch.func.jacfwd, torch.func.jacrev):
+        assert all(vmap_after_eval_and_one_row_at_a_time_for_batchnorm(s, jac) for s in settings)
+    dropout = next(setting for setting in settings if setting.kind == "Dropout").model.train()
+    try:
+        torch.func.vmap(torch.func.jacrev(dropout))(torch.ones(3, dropout[0].in_features, dtype=torch.float64))
+    except RuntimeError as error:
+        assert REFUSALS["Dropout"] in str(error), error
+        print("unconditional sentence fails as expected:", str(error).splitlines()[0][:70])
+    else:
+        raise AssertionError("vmap(jacrev) of a train-mode Dropout model ran")
+    print(f"per-sample Jacobian recipe holds on {len(settings)} train-mode models, jacfwd and jacrev")
+
+
+if __name__ == "__main__":
+    main()
