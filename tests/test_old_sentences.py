@@ -1033,3 +1033,108 @@ def test_n7_the_mean_of_summed_per_device_losses_halves_the_batch_loss(real_clai
     replay(real_claims, "reference/look-up-the-questions-people-ask", "Reduce it first:",
            mean_of_per_device_losses_is_the_batch_loss, st.integers(2, 4), st.integers(1, 4),
            st.integers(0, 2**16), fails_on="2, 1, ")
+
+
+# -- Fourth fresh reading (issue 39): the how-to findings H4-2 to H4-5 --------------------
+
+def grad_output_cast_to_x_dtype_runs_under_autocast(dtype, x_is) -> None:
+    """H4-5, write-a-custom-autograd-function.md: "With `setup_context`, cast
+    `grad_output` to the dtype of what you saved". After an autocast layer x is
+    bfloat16 or float16 while the weight w is float32: g @ w.T mixes the two."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 3, generator=generator, requires_grad=True)
+    w = torch.randn(3, 2, generator=generator, requires_grad=True)
+
+    class MatMul(torch.autograd.Function):
+        @staticmethod
+        def forward(x, w):
+            return x @ w
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(*inputs)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            x, w = ctx.saved_tensors
+            g = grad_output.to(x.dtype)
+            return g @ w.T, x.T @ g
+
+    with torch.random.fork_rng(devices=[]), torch.autocast("cpu", dtype=dtype):
+        given = x if x_is == "a float32 leaf" else torch.nn.Linear(3, 3)(x)
+        product = MatMul.apply(given, w)
+    product.float().sum().backward()
+
+
+def test_h4_5_grad_output_cast_to_one_saved_dtype_raises_after_an_autocast_layer(real_claims):
+    inputs = st.sampled_from(["a float32 leaf", "the output of an autocast Linear"])
+    inputs.family_name = "x a float32 leaf or the output of an autocast Linear"
+    replay(real_claims, "how-to/write-a-custom-autograd-function",
+           "With `setup_context`, compute the backward in one dtype",
+           grad_output_cast_to_x_dtype_runs_under_autocast, autocast_dtypes(), inputs,
+           fails_on="the output of an autocast Linear", because="same dtype")
+
+
+def normalize_gradient_is_nan_in_float16(setting) -> bool:
+    """H4-2, debug-nan-and-wrong-gradients.md: F.normalize's gradient at a zero vector
+    "is 1/eps = 1e12, and `nan` in float16 (eps rounds to 0)", float16 autocast
+    included. Under CPU autocast the norm runs in float32: the gradient is 1e12."""
+    low = torch.bfloat16 if "bfloat16" in setting else torch.float16
+    v = torch.zeros(1, 3, dtype=torch.float32 if "autocast" in setting else low,
+                    requires_grad=True)
+    with torch.autocast("cpu", dtype=low, enabled="autocast" in setting):
+        out = torch.nn.functional.normalize(v, dim=-1)
+    out.float().sum().backward()
+    return bool(v.grad.isnan().all()) == (low == torch.float16)
+
+
+def test_h4_2_normalize_under_float16_autocast_is_finite(real_claims):
+    settings = st.sampled_from(["a float16 tensor", "float16 autocast", "bfloat16 autocast",
+                                "a bfloat16 tensor"])
+    settings.family_name = "float16 and bfloat16 tensors, and float32 under CPU autocast in each"
+    replay(real_claims, "how-to/debug-nan-and-wrong-gradients",
+           "In a float16 tensor both the value and the gradient are `nan`",
+           normalize_gradient_is_nan_in_float16, settings, fails_on="'float16 autocast'")
+
+
+def gradgradcheck_does_what_gradcheck_does_one_order_higher(setting) -> bool:
+    """H4-3, check-gradients.md: "`gradgradcheck` does the same one order higher", on
+    any function gradcheck takes; on a compiled one it raises."""
+    inputs = setting.inputs
+    return (torch.autograd.gradcheck(setting.model, (inputs,))
+            and torch.autograd.gradgradcheck(setting.model, (inputs,)))
+
+
+def test_h4_3_gradgradcheck_raises_on_a_compiled_function(real_claims):
+    from reader_settings import compiled_modules
+
+    replay(real_claims, "how-to/check-gradients", "under `torch.compile`, `gradcheck` works",
+           gradgradcheck_does_what_gradcheck_does_one_order_higher, compiled_modules(),
+           fails_on="compiled MLP", because="double backward")
+
+
+DIAGONAL_SHAPE_CASES = {
+    "sin, 1-D x": (torch.sin, (4,)), "x * x.sum(), 1-D x": (lambda t: t * t.sum(), (3,)),
+    "cumsum, 1-D x": (lambda t: t.cumsum(0), (5,)), "sin, (2, 3) x": (torch.sin, (2, 3)),
+    "x * x.sum(), (2, 3) x": (lambda t: t * t.sum(), (2, 3)),
+    "stack([x, x**2], 1), 1-D x": (lambda t: torch.stack([t, t ** 2], 1), (3,)),
+    "x[:2] * x.sum(), 1-D x": (lambda t: t[:2] * t.sum(), (3,))}
+
+
+def diagonal_of_jacrev_gives_dy_i_dx_i_for_any_1d_x(case) -> bool | None:
+    """H4-4, differentiate-elementwise-functions-at-many-points.md:
+    "`torch.diagonal(torch.func.jacrev(f)(x))` gives dy_i/dx_i for any `f` of a 1-D
+    `x`". With y = stack([x, x**2], 1) it returns a (3, 2) tensor, no error."""
+    f, shape = DIAGONAL_SHAPE_CASES[case]
+    if len(shape) == 1:
+        x = torch.randn(shape, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+        return torch.diagonal(torch.func.jacrev(f)(x)).shape == x.shape
+    return None
+
+
+def test_h4_4_the_diagonal_of_jacrev_needs_y_as_long_as_x(real_claims):
+    cases = st.sampled_from(sorted(DIAGONAL_SHAPE_CASES))
+    cases.family_name = "f and the shape of x: 1-D and 2-D x, y with as many entries as x or not"
+    replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points",
+           "gives $\\partial y_i / \\partial x_i$ when `x` and `y = f(x)` are 1-D",
+           diagonal_of_jacrev_gives_dy_i_dx_i_for_any_1d_x, cases, fails_on="stack([x, x**2], 1)")
