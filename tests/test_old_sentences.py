@@ -1049,3 +1049,119 @@ def test_g1_vmap_jacrev_raises_on_a_train_mode_dropout_model(real_claims):
     replay(real_claims, "reference/misconceptions", "`torch.func.vmap(torch.func.jacrev(model))` gives each",
            vmap_jacrev_of_the_model_gives_each_samples_jacobian, train_mode_models(),
            st.just(torch.func.jacrev), fails_on="Dropout (train)", because="called random operation")
+
+
+# -- Fourth fresh reading (issue 39): the how-to findings H4-2 to H4-5 --------------------
+
+def grad_output_cast_to_x_dtype_runs_under_autocast(dtype, x_is) -> None:
+    """H4-5, write-a-custom-autograd-function.md: "With `setup_context`, cast
+    `grad_output` to the dtype of what you saved". After an autocast layer x is
+    bfloat16 or float16 while the weight w is float32: g @ w.T mixes the two."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 3, generator=generator, requires_grad=True)
+    w = torch.randn(3, 2, generator=generator, requires_grad=True)
+
+    class MatMul(torch.autograd.Function):
+        @staticmethod
+        def forward(x, w):
+            return x @ w
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(*inputs)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            x, w = ctx.saved_tensors
+            g = grad_output.to(x.dtype)
+            return g @ w.T, x.T @ g
+
+    with torch.random.fork_rng(devices=[]), torch.autocast("cpu", dtype=dtype):
+        given = x if x_is == "a float32 leaf" else torch.nn.Linear(3, 3)(x)
+        product = MatMul.apply(given, w)
+    product.float().sum().backward()
+
+
+def test_h4_5_grad_output_cast_to_one_saved_dtype_raises_after_an_autocast_layer(real_claims):
+    inputs = st.sampled_from(["a float32 leaf", "the output of an autocast Linear"])
+    inputs.family_name = "x a float32 leaf or the output of an autocast Linear"
+    replay(real_claims, "how-to/write-a-custom-autograd-function",
+           "With `setup_context`, compute the backward in one dtype",
+           grad_output_cast_to_x_dtype_runs_under_autocast, autocast_dtypes(), inputs,
+           fails_on="the output of an autocast Linear", because="same dtype")
+
+
+def normalize_gradient_is_nan_in_float16(setting) -> bool:
+    """H4-2, debug-nan-and-wrong-gradients.md: F.normalize's gradient at a zero vector
+    "is 1/eps = 1e12, and `nan` in float16 (eps rounds to 0)", float16 autocast
+    included. Under CPU autocast the norm runs in float32: the gradient is 1e12."""
+    low = torch.bfloat16 if "bfloat16" in setting else torch.float16
+    v = torch.zeros(1, 3, dtype=torch.float32 if "autocast" in setting else low,
+                    requires_grad=True)
+    with torch.autocast("cpu", dtype=low, enabled="autocast" in setting):
+        out = torch.nn.functional.normalize(v, dim=-1)
+    out.float().sum().backward()
+    return bool(v.grad.isnan().all()) == (low == torch.float16)
+
+
+def test_h4_2_normalize_under_float16_autocast_is_finite(real_claims):
+    settings = st.sampled_from(["a float16 tensor", "float16 autocast", "bfloat16 autocast",
+                                "a bfloat16 tensor"])
+    settings.family_name = "float16 and bfloat16 tensors, and float32 under CPU autocast in each"
+    replay(real_claims, "how-to/debug-nan-and-wrong-gradients",
+           "In a float16 tensor both the value and the gradient are `nan`",
+           normalize_gradient_is_nan_in_float16, settings, fails_on="'float16 autocast'")
+
+
+def gradgradcheck_does_what_gradcheck_does_one_order_higher(state) -> bool:
+    """H4-3, check-gradients.md: "`gradgradcheck` does the same one order higher", on
+    any function gradcheck takes. On a compiled one it raises (and gradcheck too, on
+    one first compiled by a training step)."""
+    from families import seeded
+
+    with seeded(0):
+        eager = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Tanh(),
+                                    torch.nn.Linear(8, 1)).double()
+        inputs = torch.randn(4, 2, dtype=torch.float64, requires_grad=True)
+    torch._dynamo.reset()
+    compiled = torch.compile(eager, backend="aot_eager")
+    if state == "first compiled by a training step":
+        compiled(inputs).sum().backward()
+    return (torch.autograd.gradcheck(compiled, (inputs,))
+            and torch.autograd.gradgradcheck(compiled, (inputs,)))
+
+
+def test_h4_3_gradgradcheck_raises_on_a_compiled_function(real_claims):
+    states = st.sampled_from(["freshly compiled", "first compiled by a training step"])
+    states.family_name = ('an MLP under torch.compile(backend="aot_eager"), fresh or first '
+                          'compiled by a training step')
+    replay(real_claims, "how-to/check-gradients", "Under `torch.compile`, `gradgradcheck` raises",
+           gradgradcheck_does_what_gradcheck_does_one_order_higher, states,
+           fails_on="freshly compiled", because="double backward")
+
+
+DIAGONAL_SHAPE_CASES = {
+    "sin, 1-D x": (torch.sin, (4,)), "x * x.sum(), 1-D x": (lambda t: t * t.sum(), (3,)),
+    "cumsum, 1-D x": (lambda t: t.cumsum(0), (5,)), "sin, (2, 3) x": (torch.sin, (2, 3)),
+    "x * x.sum(), (2, 3) x": (lambda t: t * t.sum(), (2, 3)),
+    "stack([x, x**2], 1), 1-D x": (lambda t: torch.stack([t, t ** 2], 1), (3,)),
+    "x[:2] * x.sum(), 1-D x": (lambda t: t[:2] * t.sum(), (3,))}
+
+
+def diagonal_of_jacrev_gives_dy_i_dx_i_for_any_1d_x(case) -> bool | None:
+    """H4-4, differentiate-elementwise-functions-at-many-points.md:
+    "`torch.diagonal(torch.func.jacrev(f)(x))` gives dy_i/dx_i for any `f` of a 1-D
+    `x`". With y = stack([x, x**2], 1) it returns a (3, 2) tensor, no error."""
+    f, shape = DIAGONAL_SHAPE_CASES[case]
+    if len(shape) == 1:
+        x = torch.randn(shape, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+        return torch.diagonal(torch.func.jacrev(f)(x)).shape == x.shape
+    return None
+
+
+def test_h4_4_the_diagonal_of_jacrev_needs_y_as_long_as_x(real_claims):
+    cases = st.sampled_from(sorted(DIAGONAL_SHAPE_CASES))
+    cases.family_name = "f and the shape of x: 1-D and 2-D x, y with as many entries as x or not"
+    replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points",
+           "gives $\\partial y_i / \\partial x_i$ when `x` and `y = f(x)` are 1-D",
+           diagonal_of_jacrev_gives_dy_i_dx_i_for_any_1d_x, cases, fails_on="stack([x, x**2], 1)")
