@@ -4,7 +4,8 @@ changed page's, and what it keeps is what a fresh reading gives.
 (That the whole searchdata.js of an edited-then-reverted site is a clean build's
 bytes, tests/test_reproducible.py checks: facts kept stale would show there.)
 And which pages' links lend their headings to the pages they point to, and
-where a synonym's phrase counts: only where its words stand in a row."""
+where a synonym's phrase counts: only where its words stand in a row; and a
+page's readers' questions, read from its front matter."""
 
 from __future__ import annotations
 
@@ -132,6 +133,20 @@ def test_only_a_hub_pages_headings_are_read_as_link_texts():
         "answer": {"links": []},
     }
     assert search.anchor_texts(app, facts, frame=set()) == {"answer": ["Why is x None?"]}
+
+
+def test_a_pages_readers_questions_are_read_from_its_front_matter():
+    """MyST hands a front matter list over as its JSON text; a page without
+    the key has none; anything but a list of strings names the page."""
+    app = SimpleNamespace(env=SimpleNamespace(metadata={
+        "asked": {"search_questions": json.dumps(["grad is None", "freeze layers"])},
+        "plain": {},
+        "wrong": {"search_questions": "grad is None"},
+    }))
+    assert search.reader_questions(app, "asked") == ["grad is None", "freeze layers"]
+    assert search.reader_questions(app, "plain") == []
+    with pytest.raises(search.ExtensionError, match="wrong: front matter search_questions"):
+        search.reader_questions(app, "wrong")
 
 
 WORDS = search.Words(SearchEnglish({}))

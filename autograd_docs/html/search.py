@@ -30,6 +30,7 @@ from pathlib import Path
 from docutils import nodes
 from sphinx import addnodes
 from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
 from sphinx.search.en import SearchEnglish
 from sphinx.util import docname_join, logging
 
@@ -370,6 +371,21 @@ def is_hub(app: Sphinx, docname: str) -> bool:
     return app.env.metadata[docname].get("search") == "hub"
 
 
+def reader_questions(app: Sphinx, docname: str) -> list[str]:
+    """The page's front matter ``search_questions``: what readers who never read
+    the site type when this page is their answer (slang, error fragments,
+    goals). Searched as a field of their own, never shown: MyST keeps front
+    matter out of the page, and hands a list over as its JSON."""
+    value = app.env.metadata[docname].get("search_questions", [])
+    try:
+        questions = json.loads(value) if isinstance(value, str) else value
+    except ValueError:  # a single string, not a list
+        questions = None
+    if not (isinstance(questions, list) and all(isinstance(q, str) for q in questions)):
+        raise ExtensionError(f"{docname}: front matter search_questions is not a list of strings")
+    return questions
+
+
 def anchor_texts(app: Sphinx, facts: dict[str, dict], frame: set[str]) -> dict[str, list[str]]:
     """docname -> the headings of hub pages' sections that link to it.
 
@@ -425,6 +441,7 @@ def search_data(app: Sphinx) -> dict:
                 "hub": int(is_hub(app, docname)),
                 "t": _ids(words(title), vocabulary),
                 "an": [_ids(words(text), vocabulary) for text in anchors.get(docname, [])],
+                "q": [_ids(words(text), vocabulary) for text in reader_questions(app, docname)],
                 "s": [
                     {
                         "a": section["anchor"] if number else "",

@@ -12,7 +12,9 @@
 // nothing to a page's length: words that stand apart ("check" here, "gradient"
 // there) do not say it. A page counts by the share of the matched words one
 // of its sections holds: a long page with each word somewhere, in sections
-// about other things, is not about the query. Each page is listed once,
+// about other things, is not about the query. A page one of whose readers'
+// questions (its front matter's search_questions) holds two or more of the
+// query's words scores a little more. Each page is listed once,
 // linked to its best-matching section.
 // Sphinx's search.html still parses the URL and draws the box; this replaces
 // only Search.query. Loaded by a script tag: the search works from file://.
@@ -28,6 +30,7 @@ var SiteSearch = (function () {
     synonym: 0.8,                  // a synonym counts a little less than the word typed
     phrase: 0.5,                   // a heading holding the query's words in a row
     titlePhrase: 1,                // the page's title holding them: the page is about them
+    asked: 0.1,                    // one of the page's readers' questions holding the query's words
     hub: 0.6,                      // a page that routes to others (section indexes, the questions page)
     defines: 2,                    // a section whose heading or index entries hold a query word
     frame: 0.01,                   // a "Next steps" or "Summary" section, as a landing
@@ -102,6 +105,8 @@ var SiteSearch = (function () {
       });
       add(fields.title, bag(page.t));
       return { doc: page.doc, title: page.title, titleIds: page.t, anchors: page.an, hub: page.hub,
+               // The readers' questions of the page's front matter (search.py).
+               questionBags: page.q.map(function (ids) { return new Set(bag(ids)); }),
                sections: sections, fields: fields,
                length: lengths(fields) };
     });
@@ -111,6 +116,8 @@ var SiteSearch = (function () {
     pages.forEach(function (page) {
       var seen = new Set();
       Object.keys(page.fields).forEach(function (f) { page.fields[f].forEach(function (_, id) { seen.add(id); }); });
+      // A word of the readers' questions too: one they ask of many pages tells little.
+      page.questionBags.forEach(function (ids) { ids.forEach(function (id) { seen.add(id); }); });
       seen.forEach(function (id) { frequency.set(id, (frequency.get(id) || 0) + 1); });
     });
     return { ids: ids, pages: pages, average: average, frequency: frequency, synonyms: raw.synonyms };
@@ -261,7 +268,24 @@ var SiteSearch = (function () {
     return (page.hub ? tuning.hub : 1) * sum * coverage * coverage *
       Math.pow(together(page, slots) / matched, tuning.together) *
       (1 + Math.max(tuning.phrase * phraseBonus(sequences, slots, 1),
-                    tuning.titlePhrase * phraseBonus([page.titleIds], slots, 1)));
+                    tuning.titlePhrase * phraseBonus([page.titleIds], slots, 1))) *
+      (1 + tuning.asked * asked(page, slots, known));
+  }
+  // The share of the query's words one of the readers' questions of the page
+  // holds, in any order, when it holds two or more (or the one typed): a page
+  // readers ask this of. One shared word ("backprop") says little.
+  function asked(page, slots, known) {
+    var best = 0;
+    page.questionBags.forEach(function (ids) {
+      var n = 0;
+      slots.forEach(function (slot) {
+        if (slot.some(function (alt) {
+          return alt.terms.every(function (id) { return ids.has(id); });
+        })) n += 1;
+      });
+      best = Math.max(best, n);
+    });
+    return best >= Math.min(2, known) ? best / known : 0;
   }
   // How many of the query's slots one section holds, with the page's title and
   // the links' words that apply to all of it: a long page that has each word
