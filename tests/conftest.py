@@ -1,7 +1,7 @@
 """Fixtures shared by the tests that build a copy of the site, and by those that read
 what the last `make html` recorded of the real one.
 
-Under pytest-xdist (``-n 2``) every worker is a session of its own; the small
+Under pytest-xdist (``-n 3``) every worker is a session of its own; the small
 site is still built once, by whichever worker asks first, under a file lock
 (pytest-xdist's documented pattern for session fixtures), in a workspace folder
 the controlling process makes and removes.
