@@ -1,7 +1,7 @@
 """Fixtures shared by the tests that build a copy of the site, and by those that read
 what the last `make html` recorded of the real one.
 
-Under pytest-xdist (``-n 2``) every worker is a session of its own; the small
+Under pytest-xdist (``-n 3``) every worker is a session of its own; the small
 site is still built once, by whichever worker asks first, under a file lock
 (pytest-xdist's documented pattern for session fixtures), in a workspace folder
 the controlling process makes and removes.
@@ -87,7 +87,8 @@ def built_copy(workspace) -> Path:
         if not done.exists():
             make_copy(folder)
             # Two readers: 12 s instead of 22 s for the clean build (measured).
-            result = build(folder, jobs=2, env=NO_REPOSITORY)
+            # Through `make` itself: the contract the other builds' forks follow.
+            result = build(folder, jobs=2, env=NO_REPOSITORY, through_make=True)
             done.write_text(f"{result.returncode}\n{result.log}", encoding="utf8")
     returncode, log = done.read_text(encoding="utf8").split("\n", 1)
     assert returncode == "0", f"the unbroken copy must build:\n{log}"

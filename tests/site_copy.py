@@ -17,7 +17,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from autograd_docs.devkit.builds import Build, make, write
+import build_forks
+
+from autograd_docs.devkit import builds
+from autograd_docs.devkit.builds import Build, write
 from autograd_docs.devkit.executed import executed_cells, merged_streams
 from autograd_docs.diagnostics import AuthorError
 
@@ -99,19 +102,27 @@ def replace(old: str, new: str, file: str = PAGE) -> Callable[[Path], None]:
     return edit
 
 
+def make(folder: Path, *arguments, through_make: bool = False, **options) -> Build:
+    """``autograd_docs.devkit.builds.make`` in ``folder``: its Sphinx forked from a
+    process that imported Sphinx once (``build_forks``), or, ``through_make``, in
+    ``make``'s own subprocess."""
+    return (builds.make if through_make else build_forks.make)(folder, *arguments, **options)
+
+
 def build(folder: Path, builder: str = "html", *extra: str, jobs: int | str = 1,
           builddir: Path | None = None, timeout: int = 300,
-          env: dict[str, str] | None = None) -> Build:
+          env: dict[str, str] | None = None, through_make: bool = False) -> Build:
     """Run the Makefile's strict build (``make html`` or ``make doctest``) in ``folder``.
 
     ``extra`` are sphinx-build options for this run (the Makefile's ``O``). One
     reader by default: a build after one fault has one page to execute.
     ``builddir`` builds somewhere other than ``folder``'s own ``_build``; ``env``
-    adds environment variables.
+    adds environment variables. ``through_make``: run ``make`` itself, not its
+    recipe forked (``build_forks``).
     """
     return make(folder, builder, f"JOBS={jobs}", f"O={' '.join(extra)}",
                 *([f"BUILDDIR={builddir}"] if builddir else []), venv=VENV, env=env,
-                timeout=timeout)
+                timeout=timeout, through_make=through_make)
 
 
 def executed_outputs(notebooks: Path) -> dict[tuple[str, int], str]:

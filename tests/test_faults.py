@@ -4,8 +4,10 @@
 (``test_every_author_error_has_a_fault`` fails until it does). A row says how to
 make the mistake in a private copy of the small site (``tests/small_site``), and
 where and what the failed build must say: one line that names the file (and
-line, where Sphinx knows it) and what to do, not a traceback dump. Run one row
-with ``-k cell_raised``; ``-rP`` prints what the author reads.
+line, where Sphinx knows it) and what to do, not a traceback dump. Rows whose
+warnings arise apart are made in one copy and built once (``TOGETHER``): one
+build reports every author's mistake, each at its own page and line. Run one row
+(or its group) with ``-k cell_raised``; ``-rP`` prints what the author reads.
 """
 
 from __future__ import annotations
@@ -211,24 +213,41 @@ def test_every_author_error_has_a_fault():
     assert set(FAULTS) == set(AuthorError)
 
 
-@pytest.mark.parametrize("error", [e for e, fault in FAULTS.items() if fault],
-                         ids=lambda error: error.subtype)
-def test_the_build_reports(error, warm_copy):
-    fault = FAULTS[error]
-    fault.edit(warm_copy)
-    location = fault.at(warm_copy) if callable(fault.at) else fault.at
-    for _ in range(fault.builds):  # an unchanged page must not let a rebuild pass
-        start = time.monotonic()
-        result = build(warm_copy, fault.builder, timeout=fault.timeout)
+# Mistakes one build reports together (Sphinx's --keep-going), each at its own
+# file and line, none of them in the code a page runs: a row added to a group must
+# warn where no other row of it does (fails_with expects one warning a location).
+TOGETHER = [
+    (AuthorError.UNKNOWN_TERM, AuthorError.UNKNOWN_CLAIM_COUNT,
+     AuthorError.INCLUDE_MARKER_GONE, AuthorError.DANGLING_REF, AuthorError.NOT_IN_TOCTREE,
+     AuthorError.QUOTE_NOT_IN_PROSE),
+    (AuthorError.UNKNOWN_API, AuthorError.DANGLING_DOC, AuthorError.QUOTE_ON_DECLARED,
+     AuthorError.INCLUDE_FILE_GONE),
+]
+BUILDS = TOGETHER + [(error,) for error, fault in FAULTS.items()
+                     if fault and not any(error in group for group in TOGETHER)]
+
+
+@pytest.mark.parametrize("errors", BUILDS,
+                         ids=lambda errors: "+".join(error.subtype for error in errors))
+def test_the_build_reports(errors, warm_copy):
+    faults = [FAULTS[error] for error in errors]
+    (builder,) = {fault.builder for fault in faults}
+    for fault in faults:
+        fault.edit(warm_copy)
+    locations = [fault.at(warm_copy) if callable(fault.at) else fault.at for fault in faults]
+    for _ in range(max(fault.builds for fault in faults)):  # an unchanged page must
+        start = time.monotonic()                            # not let a rebuild pass
+        result = build(warm_copy, builder, timeout=max(fault.timeout for fault in faults))
         seconds = time.monotonic() - start
-        said = fails_with(result, location, *fault.says)
-        assert f"[autograd_docs.{error.subtype}]" in said, "the warning names its member"
-        assert error in [w.error for w in result.warnings], "tools read the member back"
+        for error, fault, location in zip(errors, faults, locations, strict=True):
+            said = fails_with(result, location, *fault.says)
+            assert f"[autograd_docs.{error.subtype}]" in said, "the warning names its member"
+            assert error in [w.error for w in result.warnings], "tools read the member back"
         assert str(warm_copy) not in result.log, "the log names absolute paths"
-    if error is AuthorError.CELL_TIMEOUT:
+    if AuthorError.CELL_TIMEOUT in errors:
         assert seconds < 60, "the timeout did not stop the cell"
         assert "Timeout waiting for execute reply" not in result.log  # said once
-    if error is AuthorError.DOCTEST_OUTPUT:
+    if AuthorError.DOCTEST_OUTPUT in errors:
         fence = line_of("{doctest}")(warm_copy).split(":")[1]  # examples count from it
         assert re.search(rf'File "[^"]*test-page.md", line {fence}', result.log), result.log
 

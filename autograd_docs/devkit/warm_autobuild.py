@@ -120,9 +120,11 @@ def _flush() -> None:
             pass
 
 
-def _build_here(arguments: list[str]) -> None:
+def _build_here(arguments: list[str], announce: bool = True) -> None:
     """In the fork: run Sphinx as a fresh ``python -m sphinx`` would, then exit,
-    whatever happens; never return into the code that forked."""
+    whatever happens; never return into the code that forked. ``announce``: say
+    so in the log first (the tests' forked builds, ``tests/build_forks.py``, must
+    log what ``make`` logs)."""
     from autograd_docs._compat import process  # imported ahead, with the parts
 
     code = 1
@@ -135,9 +137,11 @@ def _build_here(arguments: list[str]) -> None:
         for signum in (signal.SIGTERM, signal.SIGCHLD):
             signal.signal(signum, signal.SIG_DFL)
         process.forget_exit_functions()
-        print(
-            f"{SAYS} rebuilding in a fork of the preview's process (pid {os.getpid()})", flush=True
-        )
+        if announce:
+            print(
+                f"{SAYS} rebuilding in a fork of the preview's process (pid {os.getpid()})",
+                flush=True,
+            )
         from sphinx.cmd.build import main
 
         code = main(arguments)
