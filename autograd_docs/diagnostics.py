@@ -114,6 +114,10 @@ class AuthorError(Enum):
         "break the line (a call's arguments one per line, a shorter name, a comment "
         "above instead of beside), or hide the cell with 'remove-cell' or 'remove-input'",
     )
+    SEARCH_QUESTIONS_NOT_A_LIST = (
+        "front matter search_questions is not a list of strings",
+        "write each question on its own line under the key, as '  - \"freeze layers\"'",
+    )
     OUTPUT_VARIES = (
         "this cell printed something different when the same source ran twice",
         "seed the randomness it uses (torch.manual_seed(0) in the page's first "

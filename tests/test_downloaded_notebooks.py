@@ -236,7 +236,8 @@ def test_a_reader_notebook_opens_on_its_title_and_ships_only_the_helpers_it_uses
         new.new_code_cell("from checks import check\ncheck(1)", outputs=[
             new.new_output("stream", name="stdout", text="checked\n")]),
         new.new_code_cell("print(1)", metadata={"tags": ["hide-cell"]}),
-    ], metadata={"source_map": [0, 3, 5, 9, 12, 15, 18]})
+    ], metadata={"source_map": [0, 3, 5, 9, 12, 15, 18], "search": "hub",
+                 "search_questions": ["grad is None"]})
 
     reader = reader_notebook(page, tmp_path, provenance=Provenance("2.0", "3.11", "2026-01-01"))
 
@@ -260,7 +261,7 @@ def test_a_reader_notebook_opens_on_its_title_and_ships_only_the_helpers_it_uses
     assert reader.cells[7].metadata["jupyter"] == {"source_hidden": True, "outputs_hidden": True}
     assert not any("check(_)" in cell.source for cell in reader.cells)
     assert [cell.id for cell in reader.cells] == [f"cell-{i}" for i in range(len(reader.cells))]
-    assert "source_map" not in reader.metadata
+    assert not {"source_map", "search", "search_questions"} & set(reader.metadata)
     assert len(page.cells) == 7, "the executed notebook itself is left as it was"
 
 

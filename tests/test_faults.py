@@ -180,6 +180,12 @@ FAULTS: dict[AuthorError, Fault] = {
         line_of("z_grad_as_a_list ="),
         ("visible code line 49 characters wide: a 375 px phone shows 44 here (column)",
          "break the line")),
+    AuthorError.SEARCH_QUESTIONS_NOT_A_LIST: Fault(
+        replace("  language: python\n---\n",
+                "  language: python\nsearch_questions: grad is None\n---\n"),
+        line_of("search_questions:"),
+        ("front matter search_questions is not a list of strings",
+         "write each question on its own line")),
     AuthorError.OUTPUT_VARIES: None,  # made by two builds: see its own test below
 }
 
@@ -221,7 +227,7 @@ TOGETHER = [
      AuthorError.INCLUDE_MARKER_GONE, AuthorError.DANGLING_REF, AuthorError.NOT_IN_TOCTREE,
      AuthorError.QUOTE_NOT_IN_PROSE),
     (AuthorError.UNKNOWN_API, AuthorError.DANGLING_DOC, AuthorError.QUOTE_ON_DECLARED,
-     AuthorError.INCLUDE_FILE_GONE),
+     AuthorError.INCLUDE_FILE_GONE, AuthorError.SEARCH_QUESTIONS_NOT_A_LIST),
 ]
 BUILDS = TOGETHER + [(error,) for error, fault in FAULTS.items()
                      if fault and not any(error in group for group in TOGETHER)]

@@ -123,7 +123,9 @@ def reader_notebook(
     notebook.cells = [
         cell for cell in notebook.cells if HIDDEN_CHECK not in cell.metadata.get("tags", [])
     ]
-    notebook.metadata.pop("source_map", None)  # line numbers of the build's source
+    # What only the build reads: line numbers of its source, and search's front matter.
+    for key in ("source_map", "search", "search_questions"):
+        notebook.metadata.pop(key, None)
 
     def plain_text(text: str) -> str:
         return plain.plain_markdown(text, md, links) if links and md else text

@@ -30,10 +30,10 @@ from pathlib import Path
 from docutils import nodes
 from sphinx import addnodes
 from sphinx.application import Sphinx
-from sphinx.errors import ExtensionError
 from sphinx.search.en import SearchEnglish
 from sphinx.util import docname_join, logging
 
+from autograd_docs.diagnostics import AuthorError, report, shown_path
 from autograd_docs.execution.cache_key import digest, environment_fingerprint
 from autograd_docs.kept_record import KeptRecord, source_digest
 
@@ -371,19 +371,34 @@ def is_hub(app: Sphinx, docname: str) -> bool:
     return app.env.metadata[docname].get("search") == "hub"
 
 
-def reader_questions(app: Sphinx, docname: str) -> list[str]:
+def reader_questions(app: Sphinx, docname: str) -> list[str] | None:
     """The page's front matter ``search_questions``: what readers who never read
     the site type when this page is their answer (slang, error fragments,
     goals). Searched as a field of their own, never shown: MyST keeps front
-    matter out of the page, and hands a list over as its JSON."""
-    value = app.env.metadata[docname].get("search_questions", [])
+    matter out of the page, and hands a list over as its JSON. None when it is
+    not a list of strings (``_check_reader_questions`` says where)."""
+    value = app.env.metadata.get(docname, {}).get("search_questions", [])
     try:
         questions = json.loads(value) if isinstance(value, str) else value
     except ValueError:  # a single string, not a list
         questions = None
     if not (isinstance(questions, list) and all(isinstance(q, str) for q in questions)):
-        raise ExtensionError(f"{docname}: front matter search_questions is not a list of strings")
+        return None
     return questions
+
+
+def _check_reader_questions(app: Sphinx, env) -> list[str]:
+    """At every build, before anything is written: a page whose questions are not
+    a list is an author's mistake at its front matter's key (each build says it
+    again, so an unchanged page cannot let a rebuild pass)."""
+    for docname in sorted(env.found_docs):
+        if reader_questions(app, docname) is None:
+            path = env.doc2path(docname)
+            lines = path.read_text(encoding="utf8").splitlines()
+            line = next((n for n, text in enumerate(lines, 1)
+                         if text.startswith("search_questions:")), 1)
+            report(AuthorError.SEARCH_QUESTIONS_NOT_A_LIST, f"{shown_path(path)}:{line}")
+    return []
 
 
 def anchor_texts(app: Sphinx, facts: dict[str, dict], frame: set[str]) -> dict[str, list[str]]:
@@ -441,7 +456,8 @@ def search_data(app: Sphinx) -> dict:
                 "hub": int(is_hub(app, docname)),
                 "t": _ids(words(title), vocabulary),
                 "an": [_ids(words(text), vocabulary) for text in anchors.get(docname, [])],
-                "q": [_ids(words(text), vocabulary) for text in reader_questions(app, docname)],
+                "q": [_ids(words(text), vocabulary)
+                      for text in reader_questions(app, docname) or []],
                 "s": [
                     {
                         "a": section["anchor"] if number else "",
@@ -486,5 +502,6 @@ def _write_search_data(app: Sphinx, exception: Exception | None) -> None:
 
 
 def setup(app: Sphinx) -> dict:
+    app.connect("env-updated", _check_reader_questions)
     app.connect("build-finished", _write_search_data)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -14,6 +14,8 @@ the same things as a reader who has not read the pages would.
 * ``search_queries_heldout3.json``: 30 more in a reader's words, over 24 pages,
   written before the tuning on both development sets and never tuned on: how
   far the ranking carries to phrasings nobody tuned it on.
+* ``search_queries_heldout4.json``: 30 more, written by a reader of the pages
+  who saw no other query file, after all tuning: scored once, never tuned on.
 
 The aim is the survey's: an answering page first for 0.9 of each set, and in
 the top 3 for every query.
@@ -44,6 +46,9 @@ HERE = Path(__file__).parent
         strict=True, reason="issue 40: 19 of 30 held-out queries rank an answering page first "
                             "(18 before the readers' questions, 17 before the tuning on the "
                             "development sets; 25 of 30 in the top 3 before the questions)")),
+    pytest.param("search_queries_heldout4.json", marks=pytest.mark.xfail(
+        strict=True, reason="issue 40: 25 of 30 held-out queries rank an answering page first "
+                            "(23 before the readers' questions), 29 of 30 in the top 3")),
 ])
 def test_reworded_queries_find_the_answering_page_first(page, traffic, queries):
     ranks = answering_ranks(page, json.loads((HERE / queries).read_text("utf8")))
