@@ -395,8 +395,9 @@ def _check_reader_questions(app: Sphinx, env) -> list[str]:
         if reader_questions(app, docname) is None:
             path = env.doc2path(docname)
             lines = path.read_text(encoding="utf8").splitlines()
-            line = next((n for n, text in enumerate(lines, 1)
-                         if text.startswith("search_questions:")), 1)
+            line = next(
+                (n for n, text in enumerate(lines, 1) if text.startswith("search_questions:")), 1
+            )
             report(AuthorError.SEARCH_QUESTIONS_NOT_A_LIST, f"{shown_path(path)}:{line}")
     return []
 
@@ -456,8 +457,9 @@ def search_data(app: Sphinx) -> dict:
                 "hub": int(is_hub(app, docname)),
                 "t": _ids(words(title), vocabulary),
                 "an": [_ids(words(text), vocabulary) for text in anchors.get(docname, [])],
-                "q": [_ids(words(text), vocabulary)
-                      for text in reader_questions(app, docname) or []],
+                "q": [
+                    _ids(words(text), vocabulary) for text in reader_questions(app, docname) or []
+                ],
                 "s": [
                     {
                         "a": section["anchor"] if number else "",
