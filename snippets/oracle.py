@@ -357,12 +357,25 @@ MEMBERS_LISTED = 6
 def _members(drawn: list[tuple]) -> dict:
     """The members a property ran on, for its record: how many, and the first few
     and the smallest and largest number drawn, in short."""
-    shown = [", ".join(_short(repr(m), 40) for m in members) for members in drawn]
-    distinct = list(dict.fromkeys(shown))
+    # Told apart in full, shown short: members that differ past the cut still count.
+    distinct = list(dict.fromkeys(tuple(map(_member, members)) for members in drawn))
+    shown = [", ".join(_short(m, 40) for m in members) for members in distinct]
     numbers = [m for members in drawn for m in members
                if isinstance(m, (int, float)) and not isinstance(m, bool)]
     ends = {"smallest": repr(min(numbers)), "largest": repr(max(numbers))} if numbers else {}
-    return {"members": len(distinct), "drawn": distinct[:MEMBERS_LISTED], **ends}
+    return {"members": len(distinct), "drawn": shown[:MEMBERS_LISTED], **ends}
+
+
+# "<function f at 0x7f...>" and kin: an address says nothing and differs every run.
+ADDRESS = re.compile(r"<(?:function|bound method|built-in function) ([\w.<>]+)[^>]*>|\s+at 0x[0-9a-f]+")
+
+
+def _member(member) -> str:
+    """A member as a reader can tell it apart: a function by its name, anything
+    else by its repr with memory addresses left out."""
+    if callable(member) and hasattr(member, "__name__") and not isinstance(member, type):
+        return member.__name__
+    return ADDRESS.sub(lambda m: m[1] or "", repr(member))
 
 
 def _short(text: str, width: int = 60) -> str:

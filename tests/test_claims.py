@@ -368,3 +368,23 @@ def test_the_site_states_the_counts_make_claims_prints(real_claims):
     printed = (*(total[v] for v in cs.VERDICTS), *cs.fully_checked(total),
                total[cs.GENERAL_ON_EXAMPLE])
     assert tuple(int(n) for n in stated.groups()) == printed
+
+
+def test_a_property_record_counts_members_told_apart_by_name_and_inputs(published):
+    """Members whose short text matches still count apart, and a function is named,
+    never shown by its memory address."""
+    import oracle
+    from hypothesis import strategies as st
+
+    def branchy(x):
+        return x
+
+    def steady(x):
+        return x
+
+    oracle.check_property(lambda f, x: f(x) == x, st.sampled_from([branchy, steady]),
+                          st.integers(0, 3), examples=20, quote="a function here returns x")
+    [record] = published
+    assert record["members"] == 8, record  # 2 functions x 4 inputs, every pair drawn
+    assert " at 0x" not in json.dumps(record)
+    assert record["drawn"][0] == "branchy, 0", record["drawn"]
