@@ -22,6 +22,7 @@ from autograd_docs.html.checked_claims import (
     MATH,
     count_text,
     sentence_pattern,
+    shown_in,
 )
 
 from site_copy import small_page
@@ -158,3 +159,35 @@ def test_a_numbered_source_goes_when_no_check_quotes_its_page_any_more(tmp_path)
     env.path2doc = lambda path: Path(path).relative_to(env.srcdir).with_suffix("").as_posix()
     assert sorted(p.relative_to(folder).as_posix() for p in _stale_source_lines(env, folder)) == [
         "how-to/unquoted.md.html", "removed.md.html"]
+
+
+def test_a_quote_over_a_table_rows_cells_marks_each_cell_with_its_own_words():
+    """No one cell says a row, so each cell the quote covers is marked, in the
+    row's order, with the words it shows: never a neighbouring cell, whole."""
+    from docutils import nodes
+
+    def cells(line, *texts):
+        made = [nodes.paragraph(text, text) for text in texts]
+        for cell in made:
+            cell.line = line
+            nodes.entry("", cell)
+        return [(cell, text) for cell, text in zip(made, texts, strict=True)]
+
+    header = cells(10, "tool", "result")
+    above = cells(12, "`t.detach()`", "no graph")
+    row = cells(13, "`p.requires_grad_(False)`", "a leaf (a parameter)", "no graph, stops")
+    elements = header + above + row
+    claim = {"quote": "| `p.requires_grad_(False)` | a leaf (a parameter) | no graph",
+             "sentence_line": 13}
+    assert [(node.astext(), words) for node, words in shown_in(elements, claim)] == [
+        ("`p.requires_grad_(False)`", "`p.requires_grad_(False)`"),
+        ("a leaf (a parameter)", "a leaf (a parameter)"),
+        ("no graph, stops", "no graph")]
+    one_cell = {"quote": "a leaf", "sentence_line": 13}
+    assert [words for _, words in shown_in(elements, one_cell)] == ["a leaf"]
+    # Outside a table a "|" is no cell's edge: the quote stays whole.
+    prose = cells(20, "where $|a| > 1$ it", "grows")
+    for paragraph, _ in prose:
+        paragraph.parent = None
+    over_two = {"quote": "$|a| > 1$ it grows", "sentence_line": 20}
+    assert [words for _, words in shown_in(elements + prose, over_two)] == [over_two["quote"]]

@@ -47,7 +47,8 @@ from autograd_docs.execution import claims
 # may not hold the detail the reveal opens beside its text.
 TEXT_ELEMENTS = (nodes.paragraph, nodes.term)
 CLASS = "checked-claim"
-# Set on a marked node: the indexes (in claims_of's order) of its claims.
+# Set on a marked node: (index in claims_of's order, words of its quote the node
+# shows) for each of its claims.
 INDEXES = "checked_claim_indexes"
 DATA_ID = "checked-claims-data"
 # Where each page's numbered source goes: <SOURCE_LINES>/<docname>.md.html#L-<n>.
@@ -77,6 +78,9 @@ INLINE = re.compile(
     r"|(?P<emphasis>(?<=\S)\*+|\*+(?=\S)|(?<!\w)_+(?=\S)|(?<=\S)_+(?!\w))",
     re.S,
 )
+# Where a Markdown table row splits into cells: every unescaped "|", inside code
+# and equations too (the row is split before its cells are parsed).
+CELL_EDGE = re.compile(r"(?<!\\)\|")
 MATH = "\ue000"  # how claims.js flattens a drawn equation: one character
 ANY = r"[\s\S]*?"  # text the build cannot know (a section title, a substitution)
 # docutils' smart quotes and dashes: the typed character or what it becomes.
@@ -179,15 +183,39 @@ def text_element(elements: list[tuple[nodes.Element, str]], claim: dict) -> node
     return saying[0] if saying else None
 
 
+def shown_in(elements: list[tuple[nodes.Element, str]], claim: dict) -> list[tuple]:
+    """The text elements that show the claim's quote, each with the words it
+    shows: the one element that says it; or, for a quote over a table row's cells
+    (which no one cell says), each cell it covers, in the row's order, with the
+    words of the quote in that cell."""
+    quote = _folded(claim["quote"])
+    first = text_element(elements, claim)
+    in_a_table = first is not None and isinstance(first.parent, nodes.entry)
+    if not in_a_table or any(quote in source for _, source in elements):
+        return [(first, claim["quote"])] if first is not None else []
+    pieces = [piece.strip() for piece in CELL_EDGE.split(quote) if piece.strip()]
+    first = pieces and text_element(elements, {**claim, "quote": pieces[0]})
+    if not first:
+        return []
+    at = next(i for i, (node, _) in enumerate(elements) if node is first)
+    shown = []
+    for piece in pieces:
+        at = next((i for i in range(at, len(elements)) if piece in elements[i][1]), None)
+        if at is None:
+            break
+        shown.append((elements[at][0], piece))
+        at += 1
+    return shown
+
+
 def _mark(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     if app.builder.format != "html":
         return
     found = claims.claims_of(app.env, docname)
     elements = text_elements(doctree) if found else []
     for index, claim in enumerate(found):
-        element = text_element(elements, claim)
-        if element is not None:
-            element[INDEXES] = [*element.get(INDEXES, []), index]
+        for element, words in shown_in(elements, claim):
+            element[INDEXES] = [*element.get(INDEXES, []), (index, words)]
     for number, element in enumerate(_marked(doctree), 1):  # ids in reading order
         element["classes"].append(CLASS)
         if not element["ids"]:
@@ -207,7 +235,7 @@ def page_data(app: Sphinx, docname: str, doctree: nodes.document, source: str | 
     said = claim_sentences.sentences(path.read_text(encoding="utf8"), "")
     shown: dict[tuple, dict] = {}
     for element in _marked(doctree):
-        for index in element[INDEXES]:
+        for index, words in element[INDEXES]:
             claim = found[index]
             key = (element["ids"][0], claim["quote"], claim["check_line"])
             if key in shown:
@@ -215,7 +243,7 @@ def page_data(app: Sphinx, docname: str, doctree: nodes.document, source: str | 
                 continue
             shown[key] = {
                 "target": element["ids"][0],
-                "pattern": sentence_pattern(claim["quote"]),
+                "pattern": sentence_pattern(words),
                 "check": claim["check"],
                 "check_line": claim["check_line"],
                 "torch": claim["torch"],
