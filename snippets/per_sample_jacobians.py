@@ -49,6 +49,31 @@ def vmap_after_eval_and_one_row_at_a_time_for_batchnorm(setting, jac=torch.func.
     return True
 
 
+def conv_batchnorm2d_on_images(batch, seed):
+    """Conv2d-BatchNorm2d-ReLU in eval mode and an image batch (batch, 3, 6, 6)."""
+    with seeded(seed):
+        model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4),
+                                    torch.nn.ReLU()).eval()
+        return model, torch.randn(batch, 3, 6, 6)
+
+
+def batchnorm2d_image_batch_needs_one_row_at_a_time(batch, seed, jac=torch.func.jacrev):
+    """An image batch through ``conv_batchnorm2d_on_images``' model in eval mode:
+    ``vmap(jac(model))`` raises (BatchNorm2d wants 4D input, vmap passes 3D), and
+    mapping ``lambda row: model(row[None])[0]`` gives each image's Jacobian."""
+    model, images = conv_batchnorm2d_on_images(batch, seed)
+    try:
+        torch.func.vmap(jac(model))(images)
+    except ValueError as error:
+        assert "expected 4D input" in str(error), error
+    else:
+        return False
+    one_row = lambda row: model(row[None])[0]  # noqa: E731 (the page's own words)
+    looped = torch.stack([jac(one_row)(image) for image in images])
+    check_close(torch.func.vmap(jac(one_row))(images), looped, "each image's Jacobian")
+    return True
+
+
 def main() -> None:
     """Check the recipe over the train-mode models, with jacfwd and with jacrev, and
     show the unconditional sentence ("vmap(jacrev(model)) gives each sample's

@@ -1165,3 +1165,96 @@ def test_h4_4_the_diagonal_of_jacrev_needs_y_as_long_as_x(real_claims):
     replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points",
            "gives $\\partial y_i / \\partial x_i$ when `x` and `y = f(x)` are 1-D",
            diagonal_of_jacrev_gives_dy_i_dx_i_for_any_1d_x, cases, fails_on="stack([x, x**2], 1)")
+
+
+# -- Fresh reading of the reference pages (issue 39): M1, G1, G2, I2 -----------------------
+
+def eval_gives_the_train_mode_gradient(setting) -> bool:
+    """M1, differentiation-apis.md (functional_call): "pass them too, ... or call
+    `model.eval()` first", as an equal way to the same gradient. eval() switches
+    Dropout off and makes BatchNorm read its running statistics: another function."""
+    model, batch = setting.model, setting.inputs.detach()
+    params = {name: p.detach() for name, p in model.named_parameters()}
+    buffers = {name: b.clone() for name, b in model.named_buffers()}
+    total = lambda p, *given: torch.func.functional_call(model, (p, *given), (batch,)).sum()  # noqa: E731
+    trained = torch.func.grad(total)(params, buffers)
+    model.eval()
+    evaluated = torch.func.grad(total)(params)
+    model.train()
+    return all(torch.allclose(trained[name], evaluated[name]) for name in params)
+
+
+def test_m1_eval_mode_is_not_the_training_mode_gradient(real_claims):
+    from reader_settings import train_mode_models
+
+    replay(real_claims, "reference/differentiation-apis", "Buffers you do not pass, such",
+           eval_gives_the_train_mode_gradient, train_mode_models(), fails_on="(train)")
+
+
+def a_forward_pass_per_loss_term(setting, loss) -> bool:
+    """G1, error-messages.md (backward twice): "**Fix:** run the forward pass again
+    before each `backward`", applied to the terms of one loss: a forward pass per
+    term gives the summed loss's gradients and BatchNorm update. Dropout draws a new
+    mask per pass, BatchNorm counts one update per pass."""
+    from reader_settings import LOSS_TERMS
+
+    model, batch, params = setting.model, setting.inputs.detach(), list(setting.model.parameters())
+    updates = lambda: [b.item() for n, b in model.named_buffers()  # noqa: E731
+                       if n.endswith("num_batches_tracked")]
+    torch.manual_seed(0)
+    before = updates()
+    out = model(batch)
+    summed = torch.autograd.grad(sum(LOSS_TERMS[name](out) for name in loss.terms), params)
+    once = [a - b for a, b in zip(updates(), before)]
+    before = updates()
+    per_pass = [torch.autograd.grad(LOSS_TERMS[name](model(batch)), params) for name in loss.terms]
+    again = [a - b for a, b in zip(updates(), before)]
+    return once == again and all(torch.allclose(s, sum(g)) for s, g in zip(summed, zip(*per_pass)))
+
+
+def test_g1_a_forward_pass_per_loss_term_is_another_computation(real_claims):
+    from reader_settings import multi_term_losses, train_mode_models
+
+    replay(real_claims, "reference/error-messages", "When several losses come from one forward",
+           a_forward_pass_per_loss_term, train_mode_models(), multi_term_losses(st.integers(2, 4)),
+           fails_on="(train)")
+
+
+def a_computation_step_updated_under_no_grad(shape, scale, seed) -> bool:
+    """G2, error-messages.md (in-place on a leaf): "**Fix:** update it inside
+    `torch.no_grad()`", applied to an in-place step of the computation (x /= scale in
+    f = ((x / scale)**2).sum()): the step drops out of df/dx = 2 x / scale**2."""
+    x = torch.randn(shape, dtype=torch.float64,
+                    generator=torch.Generator().manual_seed(seed)).requires_grad_()
+    expected = 2 * x.detach() / scale**2
+    with torch.no_grad():
+        x /= scale
+    (x**2).sum().backward()
+    return torch.allclose(x.grad, expected)
+
+
+def test_g2_no_grad_drops_a_computation_step_from_the_derivative(real_claims):
+    replay(real_claims, "reference/error-messages", "If the change is part of the computation",
+           a_computation_step_updated_under_no_grad,
+           st.lists(st.integers(1, 4), min_size=1, max_size=4).map(tuple),
+           st.sampled_from([2.0, 255.0]), SEEDS, fails_on=".0, ")
+
+
+def vmap_of_the_eval_model_runs_on_images(batch, seed, jac=torch.func.jacrev) -> None:
+    """I2, misconceptions.md and the questions page: "`BatchNorm1d` raises on the
+    single sample `vmap` passes, even in eval mode", naming no other BatchNorm: an
+    eval-mode Conv2d-BatchNorm2d model mapped as it comes, on an image batch."""
+    from per_sample_jacobians import conv_batchnorm2d_on_images
+
+    model, images = conv_batchnorm2d_on_images(batch, seed)
+    torch.func.vmap(jac(model))(images)
+
+
+@pytest.mark.parametrize(("page", "quote", "jacobians"), [
+    ("reference/misconceptions", "`BatchNorm2d` on an image batch)", ()),
+    ("reference/look-up-the-questions-people-ask", "`BatchNorm2d` on an image",
+     (st.just(torch.func.jacfwd),)),
+])
+def test_i2_batchnorm2d_raises_on_one_image_too(real_claims, page, quote, jacobians):
+    replay(real_claims, page, quote, vmap_of_the_eval_model_runs_on_images,
+           st.integers(2, 5), SEEDS, *jacobians, fails_on=", ", because="expected 4D input")
