@@ -1258,3 +1258,41 @@ def vmap_of_the_eval_model_runs_on_images(batch, seed, jac=torch.func.jacrev) ->
 def test_i2_batchnorm2d_raises_on_one_image_too(real_claims, page, quote, jacobians):
     replay(real_claims, page, quote, vmap_of_the_eval_model_runs_on_images,
            st.integers(2, 5), SEEDS, *jacobians, fails_on=", ", because="expected 4D input")
+
+
+def torch_func_refuses_every_captured_change(change, transform) -> bool:
+    """s3 audit row 16, get-a-full-jacobian-or-hessian.md: "`torch.func` refuses
+    functions that change a captured tensor in place", read as every transform."""
+    captured, ones = torch.zeros(3), torch.ones(3)
+    write = {"copy_": lambda t: captured.copy_(t),
+             "copy_ of a detached value": lambda t: captured.copy_(t.detach()),
+             "item assignment": lambda t: captured.__setitem__(0, 5.0),
+             "add_ under no_grad": lambda t: torch.no_grad()(captured.add_)(1.0)}.get(
+        change, lambda t: getattr(captured, change)(*([] if change == "zero_" else [1.0])))
+
+    def changing(t):
+        write(t)
+        return t * 2
+    summed = lambda t: changing(t).sum()  # noqa: E731
+    run = {"grad": lambda: torch.func.grad(summed)(ones),
+           "vjp": lambda: torch.func.vjp(changing, ones)[1](ones),
+           "jvp": lambda: torch.func.jvp(changing, (ones,), (ones,)),
+           "jacrev": lambda: torch.func.jacrev(changing)(ones),
+           "jacfwd": lambda: torch.func.jacfwd(changing)(ones),
+           "hessian": lambda: torch.func.hessian(summed)(ones),
+           "vmap": lambda: torch.func.vmap(changing)(torch.ones(2, 3))}[transform]
+    try:
+        run()
+    except RuntimeError:
+        return True
+    return False
+
+
+def test_s3_16_vmap_runs_an_in_place_change_of_a_captured_tensor(real_claims):
+    changes = st.sampled_from(sorted(["add_", "mul_", "zero_", "copy_", "copy_ of a detached value",
+                                      "item assignment", "add_ under no_grad"]))
+    changes.family_name = "in-place changes of a captured tensor"
+    transforms = st.sampled_from(sorted(["grad", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap"]))
+    transforms.family_name = "torch.func transforms, vmap included"
+    replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "`vmap` is not one of",
+           torch_func_refuses_every_captured_change, changes, transforms, fails_on="'vmap'")
