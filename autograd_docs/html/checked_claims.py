@@ -190,6 +190,9 @@ def shown_in(elements: list[tuple[nodes.Element, str]], claim: dict) -> list[tup
     words of the quote in that cell."""
     quote = _folded(claim["quote"])
     first = text_element(elements, claim)
+    defined = _definition_of(first, claim["quote"], elements)
+    if defined is not None:
+        return [defined]
     in_a_table = first is not None and isinstance(first.parent, nodes.entry)
     if not in_a_table or any(quote in source for _, source in elements):
         return [(first, claim["quote"])] if first is not None else []
@@ -206,6 +209,24 @@ def shown_in(elements: list[tuple[nodes.Element, str]], claim: dict) -> list[tup
         shown.append((elements[at][0], piece))
         at += 1
     return shown
+
+
+def _definition_of(first, quote: str, elements) -> tuple | None:
+    """For a quote over a glossary entry's term and its definition (a sentence
+    begins at the term), the definition's paragraph with the quote's words after
+    the term: the term is another element, so neither says the whole quote."""
+    item = first.parent.parent if first is not None else None
+    if not isinstance(item, nodes.definition_list_item) or any(
+        _folded(quote) in source for _, source in elements
+    ):
+        return None
+    term = _folded(" ".join(t.astext() for t in item.children if isinstance(t, nodes.term)))
+    words = quote.split()
+    if not term or _folded(" ".join(words))[: len(term)] != term:
+        return None
+    rest = " ".join(words[len(term.split()) :])
+    source = next(source for node, source in elements if node is first)
+    return (first, rest) if rest and _folded(rest) in source else None
 
 
 def _mark(app: Sphinx, doctree: nodes.document, docname: str) -> None:
@@ -234,12 +255,22 @@ def page_data(app: Sphinx, docname: str, doctree: nodes.document, source: str | 
     path = Path(app.env.doc2path(docname))
     said = claim_sentences.sentences(path.read_text(encoding="utf8"), "")
     shown: dict[tuple, dict] = {}
+    # A quote over a table row's cells is one check: its marker and detail go
+    # on the last cell it covers; the cells before it are only highlighted.
+    last_cell = {}
+    for element in _marked(doctree):
+        for index, _ in element[INDEXES]:
+            last_cell[index] = element["ids"][0]
     for element in _marked(doctree):
         for index, words in element[INDEXES]:
             claim = found[index]
             key = (element["ids"][0], claim["quote"], claim["check_line"])
             if key in shown:
                 shown[key]["runs"] += 1
+                continue
+            if last_cell[index] != element["ids"][0]:
+                shown[key] = {"target": element["ids"][0], "pattern": sentence_pattern(words),
+                              "highlight_only": True, "runs": 1}
                 continue
             shown[key] = {
                 "target": element["ids"][0],
@@ -330,7 +361,7 @@ def _add_to_page(app: Sphinx, pagename: str, templatename: str, context: dict, d
     source = context.get("sourcename") and context["pathto"]("_sources/" + context["sourcename"], 1)
     data = page_data(app, pagename, doctree, source)
     write_source_lines(app, pagename)
-    context["checked_claims"] = len(data["claims"])
+    context["checked_claims"] = sum(not claim.get("highlight_only") for claim in data["claims"])
     app.add_js_file(None, body=_script_body(data), type="application/json", id=DATA_ID)
     app.add_js_file("claims.js", defer="defer")
     app.add_css_file("claims.css")

@@ -162,9 +162,14 @@
     status.setAttribute("role", "status");
     var shown = [];
 
+    // A quote over a table row's cells: the cells before its last are only
+    // highlighted; the marker and detail of its one check go on the last.
+    var checks = page.claims.filter(function (claim) { return !claim.highlight_only; });
+    var highlighted = [];
+
     function reveal() {
       var after = new Map();
-      page.claims.forEach(function (claim, index) {
+      page.claims.forEach(function (claim) {
         var element = document.getElementById(claim.target);
         if (!element) return;
         var range = sentenceRange(element, claim.pattern);
@@ -174,6 +179,11 @@
             if (range.intersectsNode(math)) math.classList.add("claim-math");
           });
         } else element.classList.add("claim-whole");
+        if (claim.highlight_only) {
+          highlighted.push({element: element, claim: claim, range: range});
+          return;
+        }
+        var index = checks.indexOf(claim);
         var marker = document.createElement("button");
         marker.type = "button";
         marker.className = "claim-marker" + (claim.outside.length ? " claim-partial" : "");
@@ -209,16 +219,18 @@
         return a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING ? -1 : 1;
       }).forEach(function (marker, index) {
         add(marker, "span", "visually-hidden",
-            "What check " + (index + 1) + " of " + page.claims.length + " compared" +
+            "What check " + (index + 1) + " of " + checks.length + " compared" +
             (marker.classList.contains("claim-partial") ? " (partly checked)" : ""));
       });
-      var ranges = shown.map(function (item) {
+      var ranges = shown.concat(highlighted).map(function (item) {
         return item.range && sentenceRange(item.element, item.claim.pattern);
       }).filter(Boolean);
       if (ranges.length && window.CSS && CSS.highlights && window.Highlight) {
         CSS.highlights.set(HIGHLIGHT, new Highlight(...ranges));
       } else {
-        shown.forEach(function (item) { item.element.classList.add("claim-whole"); });
+        shown.concat(highlighted).forEach(function (item) {
+          item.element.classList.add("claim-whole");
+        });
       }
       document.body.classList.add("claims-revealed");
       status.textContent = shown.length + " checked sentences marked; a button after each " +
@@ -235,7 +247,14 @@
         });
         item.element.normalize(); // rejoin the text the markers split
       });
+      highlighted.forEach(function (item) {
+        item.element.classList.remove("claim-whole");
+        item.element.querySelectorAll(".claim-math").forEach(function (math) {
+          math.classList.remove("claim-math");
+        });
+      });
       shown = [];
+      highlighted = [];
       if (window.CSS && CSS.highlights) CSS.highlights.delete(HIGHLIGHT);
       document.body.classList.remove("claims-revealed");
       status.textContent = "Checked sentences no longer marked.";
