@@ -42,10 +42,12 @@ from oracle import (  # noqa: E402
 )
 from reader_settings import (  # noqa: E402
     autocast_dtypes,
+    compiled_modules,
     multi_feature_inputs,
     multi_term_losses,
     non_leaf_inputs,
     sample_batches,
+    train_mode_models,
 )
 from second_backward import (  # noqa: E402
     CONSTANT_DERIVATIVE,
@@ -1296,3 +1298,117 @@ def test_s3_16_vmap_runs_an_in_place_change_of_a_captured_tensor(real_claims):
     transforms.family_name = "torch.func transforms, vmap included"
     replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "`vmap` is not one of",
            torch_func_refuses_every_captured_change, changes, transforms, fails_on="'vmap'")
+
+
+# -- issue 39 reading of the how-to pages ---------------------------------------------
+
+UNRECORDED = {"argmax": torch.argmax, "argmin": torch.argmin, "x > 0": lambda t: t > 0,
+              "x == 0": lambda t: t == 0, "long": torch.Tensor.long, "to(int32)": torch.Tensor.int,
+              "int": torch.Tensor.int, "bool": torch.Tensor.bool}
+AS_FLOAT = ["double().exp()", "float()", "float() * x", "float().sum()", "where(t, 1., 0.)"]
+
+
+def backward_through_an_unrecorded_term_raises(name, follow_up, other_terms) -> bool:
+    """Rows 3-4, handle-operations-with-no-useful-derivative.md:205-207, 580-581:
+    "Turning the mask back into floats does not reconnect it, and `backward` fails";
+    "`backward` from them raises", said of any loss holding such a term. Every
+    follow-up the page draws turns the result into floats; .float() stands for them."""
+    leaf = torch.tensor([0.3, 1.7, -2.6], requires_grad=True)
+    try:
+        (other_terms(leaf) + UNRECORDED[name](leaf).float().sum()).backward()
+    except RuntimeError as error:
+        return "does not require grad" in str(error)
+    return False
+
+
+def test_howto39_3_an_unrecorded_term_beside_others_raises_nothing(real_claims):
+    replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
+           "Added to another loss term, the mask contributes nothing",
+           backward_through_an_unrecorded_term_raises, st.sampled_from(sorted(UNRECORDED)),
+           st.sampled_from(AS_FLOAT), multi_term_losses(terms=st.integers(1, 3)), fails_on="'argmax'")
+
+
+def a_loss_of_u_x_trains_through_compile(setting, loss) -> None:
+    """Row 6, differentiate-a-network-output-with-respect-to-its-input.md:581: "Through
+    `torch.compile`, second derivatives are not supported", read as: a loss of the
+    first derivative u_x alone (a first-order equation) still trains."""
+    u = setting.model(setting.inputs)
+    (u_x,) = torch.autograd.grad(u, setting.inputs, torch.ones_like(u), create_graph=True)
+    loss(u_x).backward()
+
+
+def test_howto39_6_a_loss_of_u_x_raises_through_compile(real_claims):
+    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
+           "Nor can a loss built from $u_x$", a_loss_of_u_x_trains_through_compile,
+           compiled_modules(), multi_term_losses(terms=st.integers(1, 3)), fails_on="compiled MLP",
+           because="RuntimeError")
+
+
+def cross_sample_blocks_are_zero(setting) -> None:
+    """Row 9, get-a-full-jacobian-or-hessian.md:714-716: the whole-batch Jacobian's
+    "every block that pairs two different samples is zero", with no condition."""
+    whole = torch.autograd.functional.jacobian(setting.model, setting.inputs.detach())
+    for b in range(len(setting.inputs)):
+        whole[b, :, b] = 0
+    check_close(whole, torch.zeros_like(whole), f"{setting}: cross-sample blocks")
+
+
+def test_howto39_9_train_mode_batch_norm_fills_the_cross_blocks(real_claims):
+    replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "(no BatchNorm in training mode)",
+           cross_sample_blocks_are_zero, train_mode_models(layers=("BatchNorm1d",)),
+           fails_on="BatchNorm1d", because="cross-sample blocks")
+
+
+def eval_per_sample_gradients_average_to_the_training_gradient(setting) -> None:
+    """Row 8, get-a-full-jacobian-or-hessian.md:955-957: "take per-sample gradients with
+    the model in `eval()` mode", as the per-sample gradients of the training forward."""
+    model = setting.model
+    params = {n: p.detach() for n, p in model.named_parameters()}
+
+    def row_loss(p, row):
+        return torch.func.functional_call(model, p, (row[None],)).pow(2).mean()
+
+    model.eval()
+    per_sample = torch.func.vmap(torch.func.grad(row_loss), in_dims=(None, 0))(params, setting.inputs.detach())
+    model.train()
+    model.zero_grad()
+    model(setting.inputs.detach()).pow(2).mean().backward()
+    for name, p in model.named_parameters():
+        check_close(per_sample[name].mean(0), p.grad, f"{setting}: {name}, the training gradient")
+
+
+def test_howto39_8_eval_per_sample_gradients_are_of_another_function(real_claims):
+    replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "They are then gradients of another function",
+           eval_per_sample_gradients_average_to_the_training_gradient, train_mode_models(),
+           fails_on="MLP with", because="the training gradient")
+
+
+class AmpDecoratedMatMul(torch.autograd.Function):
+    """x @ w in the forward(ctx, ...) form the summary recommends for autocast."""
+
+    @staticmethod
+    @torch.amp.custom_fwd(device_type="cpu")
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return x @ w
+
+    @staticmethod
+    @torch.amp.custom_bwd(device_type="cpu")
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g @ w.T, x.T @ g
+
+
+def grad_and_jacrev_take_the_amp_decorated_function(transform) -> None:
+    """Row 5, write-a-custom-autograd-function.md:1610, 1622-1628: "`grad` and `jacrev`
+    work as is" beside the recommended custom_fwd/custom_bwd forward(ctx, ...) form."""
+    if transform in ("grad", "jacrev"):
+        w = torch.randn(3, 2)
+        getattr(torch.func, transform)(lambda x: AmpDecoratedMatMul.apply(x, w).sum())(torch.randn(4, 3))
+
+
+def test_howto39_5_the_amp_decorated_form_gives_up_grad_and_jacrev(real_claims):
+    replay(real_claims, "how-to/write-a-custom-autograd-function", "and\n  that form gives up every",
+           grad_and_jacrev_take_the_amp_decorated_function,
+           st.sampled_from(["grad", "hessian", "jacfwd", "jacrev", "jvp", "vjp", "vmap"]),
+           fails_on="grad", because="setup_context")
