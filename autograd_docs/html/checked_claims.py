@@ -269,8 +269,12 @@ def page_data(app: Sphinx, docname: str, doctree: nodes.document, source: str | 
                 shown[key]["runs"] += 1
                 continue
             if last_cell[index] != element["ids"][0]:
-                shown[key] = {"target": element["ids"][0], "pattern": sentence_pattern(words),
-                              "highlight_only": True, "runs": 1}
+                shown[key] = {
+                    "target": element["ids"][0],
+                    "pattern": sentence_pattern(words),
+                    "highlight_only": True,
+                    "runs": 1,
+                }
                 continue
             shown[key] = {
                 "target": element["ids"][0],
