@@ -200,14 +200,14 @@ def shown_in(elements: list[tuple[nodes.Element, str]], claim: dict) -> list[tup
     first = pieces and text_element(elements, {**claim, "quote": pieces[0]})
     if not first:
         return []
-    at = next(i for i, (node, _) in enumerate(elements) if node is first)
+    start = next(i for i, (node, _) in enumerate(elements) if node is first)
     shown = []
     for piece in pieces:
-        at = next((i for i in range(at, len(elements)) if piece in elements[i][1]), None)
+        at = next((i for i in range(start, len(elements)) if piece in elements[i][1]), None)
         if at is None:
             break
         shown.append((elements[at][0], piece))
-        at += 1
+        start = at + 1
     return shown
 
 
