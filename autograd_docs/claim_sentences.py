@@ -224,12 +224,23 @@ def _pieces(record: dict) -> list[str]:
 
 
 def quoting(sentence: Sentence, records: list[dict]) -> list[dict]:
-    """The records a piece of whose quote lies inside the sentence, or holds all of it."""
+    """The records a piece of whose quote lies inside the sentence, or holds all of
+    it where the quote stands (a short sentence, a table's header cell "the fix",
+    is not covered by a longer quote that happens to hold its words elsewhere)."""
     return [
         r
         for r in records
-        if any(piece in sentence.text or sentence.text in piece for piece in _pieces(r))
+        if any(
+            piece in sentence.text or (sentence.text in piece and _spans(r, sentence))
+            for piece in _pieces(r)
+        )
     ]
+
+
+def _spans(record: dict, sentence: Sentence) -> bool:
+    """Whether the quote's place in the prose (once known) holds the sentence's line."""
+    start = record.get("sentence_line")
+    return start is None or start <= sentence.line <= start + record["quote"].count("\n")
 
 
 def unquoted_words(sentence: Sentence, records: list[dict]) -> list[str]:

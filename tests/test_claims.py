@@ -119,6 +119,17 @@ def test_a_generalising_sentence_checked_on_one_example_is_reported_apart():
                                                                              "compiles"]
 
 
+def test_a_longer_quote_covers_a_short_sentence_only_where_it_stands():
+    """A table's header cell "the fix" is not checked by a quote of a paragraph
+    forty lines up that happens to hold the words."""
+    header = cs.Sentence("p.md", 647, "the fix", None)
+    elsewhere = {**_record("mask the input: the fix is a where"), "sentence_line": 365}
+    assert cs.quoting(header, [elsewhere]) == []
+    assert cs.verdict(header, [elsewhere]) == cs.UNCHECKED
+    here = {**elsewhere, "sentence_line": 647}
+    assert cs.quoting(header, [here]) == [here]
+
+
 @pytest.mark.build
 def test_the_build_records_the_check_and_its_sentence_and_readers_never_see_it(built_copy):
     page = (built_copy / "docs" / "test-page.md").read_text(encoding="utf8").splitlines()
