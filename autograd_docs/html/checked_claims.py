@@ -215,7 +215,7 @@ def _definition_of(first, quote: str, elements) -> tuple | None:
     """For a quote over a glossary entry's term and its definition (a sentence
     begins at the term), the definition's paragraph with the quote's words after
     the term: the term is another element, so neither says the whole quote."""
-    item = first.parent.parent if first is not None else None
+    item = first.parent.parent if first is not None and first.parent is not None else None
     if not isinstance(item, nodes.definition_list_item) or any(
         _folded(quote) in source for _, source in elements
     ):
