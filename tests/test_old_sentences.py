@@ -1412,3 +1412,44 @@ def test_howto39_5_the_amp_decorated_form_gives_up_grad_and_jacrev(real_claims):
            grad_and_jacrev_take_the_amp_decorated_function,
            st.sampled_from(["grad", "hessian", "jacfwd", "jacrev", "jvp", "vjp", "vmap"]),
            fails_on="grad", because="setup_context")
+
+
+def chunks_weighed_by_size_give_the_whole_batch_loss(size, devices, weighted, seed) -> bool:
+    """H5, backpropagate-from-a-non-scalar-output.md (dcf8206:844), the summary: "reduce
+    it yourself, weighing unequal chunks by their size", for the page's cross-entropy
+    batches with ignored targets and, or not, class weights."""
+    import torch.nn.functional as F
+
+    generator = torch.Generator().manual_seed(seed)
+    scores = torch.randn(size, 3, dtype=torch.float64, generator=generator)
+    labels = torch.randint(3, (size,), generator=generator)
+    labels[torch.rand(size, generator=generator) < 0.3] = -100
+    labels[0] = 0  # the batch counts a target
+    class_weight = torch.rand(3, dtype=torch.float64, generator=generator) + 0.1 if weighted else None
+    chunks = list(zip(scores.chunk(devices), labels.chunk(devices)))
+    by_size = sum(F.cross_entropy(z, t, weight=class_weight) * len(t) / size
+                  for z, t in chunks if (t != -100).any())
+    return bool(torch.isclose(by_size, F.cross_entropy(scores, labels, weight=class_weight)))
+
+
+def test_h5_weighing_chunks_by_size_misses_counted_targets(real_claims):
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output", "(by their counted weight for losses",
+           chunks_weighed_by_size_give_the_whole_batch_loss,
+           st.integers(2, 12), st.integers(2, 4), st.booleans(), st.integers(0, 2**31 - 1), fails_on=", ")
+
+
+def the_float16_mask_gives_a_finite_gradient_near_zero(scale, seed) -> bool:
+    """H2, debug-nan-and-wrong-gradients.md (dcf8206:650, 1147-1148): the `where` mask
+    "to avoid both" (a nan value and gradient) in float16, read for any vector: at a
+    non-zero one of tiny norm its gradient is nan."""
+    generator = torch.Generator().manual_seed(seed)
+    x = (torch.randn(4, dtype=torch.float64, generator=generator) * scale).half().requires_grad_()
+    norm = x.norm(dim=-1, keepdim=True)
+    (x / torch.where(norm > 0, norm, 1) * torch.randn(4, generator=generator).half()).sum().backward()
+    return not bool(torch.isnan(x.grad).any())
+
+
+def test_h2_the_float16_mask_fixes_exact_zeros_only(real_claims):
+    replay(real_claims, "how-to/debug-nan-and-wrong-gradients",
+           "Compute it in float32 and cast back",
+           the_float16_mask_gives_a_finite_gradient_near_zero, st.floats(1e-7, 1e-1), SEEDS, fails_on=", ")
