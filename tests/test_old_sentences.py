@@ -1429,7 +1429,7 @@ def vmap_of_a_train_mode_dropout_network_raises(net, jac, seed) -> bool:
 
 
 @pytest.mark.parametrize("docname, quote, jac", [
-    ("reference/misconceptions", "`torch.func.vmap(torch.func.jacrev(model), randomness=",
+    ("reference/misconceptions", "For the training-mode Jacobian,",
      torch.func.jacrev),
     ("reference/look-up-the-questions-people-ask", "With\n`Dropout` in training mode,",
      torch.func.jacfwd)])
