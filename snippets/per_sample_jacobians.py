@@ -49,6 +49,37 @@ def vmap_after_eval_and_one_row_at_a_time_for_batchnorm(setting, jac=torch.func.
     return True
 
 
+def train_mode_dropout_gives_one_mask_per_sample(net, jac, seed):
+    """``net``: a ``families.small_networks(batchnorm=False)`` member, given Dropout(0.5)
+    before its last layer, in training mode. The default ``vmap`` raises; with
+    ``randomness="different"`` (and ``jacfwd``'s own ``randomness="same"``) each
+    sample's Jacobian is ``W diag(mask) J_hidden`` for one 0/2 mask of its own, and
+    the masks are not all the same."""
+    dropped = torch.nn.Sequential(*net[:-1], torch.nn.Dropout(0.5), net[-1]).train()
+    with seeded(seed):
+        points = torch.randn(6, net.in_features, dtype=torch.float64)
+    try:
+        torch.func.vmap(jac(dropped))(points)
+    except RuntimeError as error:
+        assert REFUSALS["Dropout"] in str(error), error
+    else:
+        return False
+    inner = jac(dropped, randomness="same") if jac is torch.func.jacfwd else jac(dropped)
+    with seeded(seed):
+        per_sample = torch.func.vmap(inner, randomness="different")(points)
+    hidden = torch.func.vmap(torch.func.jacfwd(torch.nn.Sequential(*net[:-1])))(points)
+    width = hidden.shape[1]
+    bits = (torch.arange(2**width)[:, None] >> torch.arange(width)) & 1
+    masks = 2.0 * bits.double()  # every 0/2 mask Dropout(0.5) can draw
+    weight = net[-1].weight.detach()
+    candidates = torch.einsum("ok,mk,bki->bmoi", weight, masks, hidden)
+    error = (candidates - per_sample[:, None]).abs().flatten(2).amax(-1)  # (B, masks)
+    fits = error < 1e-9
+    assert fits.any(1).all(), "a sample's Jacobian is no single mask's"
+    assert not fits.all(0).any(), "one mask fits every sample: the draws are shared"
+    return True
+
+
 def conv_batchnorm2d_on_images(batch, seed):
     """Conv2d-BatchNorm2d-ReLU in eval mode and an image batch (batch, 3, 6, 6)."""
     with seeded(seed):

@@ -1453,3 +1453,47 @@ def test_h2_the_float16_mask_fixes_exact_zeros_only(real_claims):
     replay(real_claims, "how-to/debug-nan-and-wrong-gradients",
            "Compute it in float32 and cast back",
            the_float16_mask_gives_a_finite_gradient_near_zero, st.floats(1e-7, 1e-1), SEEDS, fails_on=", ")
+
+
+def vmap_of_a_train_mode_dropout_network_raises(net, jac, seed) -> bool:
+    """R2, misconceptions.md and look-up (per-sample Jacobians): "in training mode
+    `vmap` raises on the random mask", with no word on `randomness=`. With
+    randomness="different" (jacfwd: its own randomness="same") it runs."""
+    dropped = torch.nn.Sequential(*net[:-1], torch.nn.Dropout(0.5), net[-1]).train()
+    inner = jac(dropped, randomness="same") if jac is torch.func.jacfwd else jac(dropped)
+    try:
+        torch.func.vmap(inner, randomness="different")(torch.randn(4, net.in_features,
+                                                                   dtype=torch.float64))
+    except RuntimeError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("docname, quote, jac", [
+    ("reference/misconceptions", "For the training-mode Jacobian,",
+     torch.func.jacrev),
+    ("reference/look-up-the-questions-people-ask", "With\n`Dropout` in training mode,",
+     torch.func.jacfwd)])
+def test_r2_vmap_raises_on_dropout_in_training_mode_whatever_its_randomness(
+        real_claims, docname, quote, jac):
+    replay(real_claims, docname, quote, vmap_of_a_train_mode_dropout_network_raises,
+           small_networks(batchnorm=False), st.just(jac), SEEDS, fails_on="")
+
+
+def autocast_output_has_no_numpy_dtype(dtype, seed) -> bool:
+    """R7, error-messages.md: "A bfloat16 tensor, such as autocast's output, has no
+    NumPy dtype even then". float16 autocast's output converts as it is."""
+    layer = torch.nn.Linear(3, 2)
+    with torch.autocast("cpu", dtype=dtype):
+        out = layer(torch.randn(4, 3))
+    try:
+        out.numpy(force=True)
+    except TypeError:
+        return True
+    return False
+
+
+def test_r7_every_autocast_output_needs_float_first(real_claims):
+    replay(real_claims, "reference/error-messages", "A bfloat16 tensor, such as\nCPU autocast's",
+           autocast_output_has_no_numpy_dtype, autocast_dtypes(), st.integers(0, 2**16),
+           fails_on="torch.float16")
