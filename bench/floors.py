@@ -34,11 +34,12 @@ def page_scripts(repo: Path, out: Path) -> list[tuple[Path, Path]]:
         # own (pages inspect tracebacks), and an expected error left in
         # sys.last_value (pages check the message a raising cell left).
         # And as IPython's display hook: a cell ending in an expression leaves
-        # its value (if not None) in `_`, which the hidden checks read.
+        # its value (if not None) in `_`, which the hidden checks read; and as
+        # its history, `In` (a hidden check reads the cell above it, In[-2]).
         script.write_text(
             "import ast, linecache, sys\n"
             f"_cells = {cells!r}\n"
-            f"_g = {{'__name__': '__main__'}}\n"
+            f"_g = {{'__name__': '__main__', 'In': ['']}}\n"
             "def _run(source, name):\n"
             "    tree = ast.parse(source, name)\n"
             "    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) \\\n"
@@ -51,6 +52,7 @@ def page_scripts(repo: Path, out: Path) -> list[tuple[Path, Path]]:
             "for _index, (_source, _raises) in enumerate(_cells):\n"
             "    _name = f'<cell {_index}>'\n"
             "    linecache.cache[_name] = (len(_source), None, _source.splitlines(True), _name)\n"
+            "    _g['In'].append(_source)\n"
             "    try:\n"
             "        _run(_source, _name)\n"
             "    except Exception:\n"
