@@ -385,3 +385,12 @@ FAMILIES = (elementwise_maps, permutations, permutation_maps, linear_maps, mixin
 
 if __name__ == "__main__":
     main()
+
+
+def labelled(strategy: st.SearchStrategy, name: str) -> st.SearchStrategy:
+    """``strategy`` drawing the same members, shown to readers as ``name`` (a check's
+    record names its families). A fresh object: Hypothesis caches ``st.integers(0, 12)``
+    and kin, so naming the cached one would rename every other use of it on the page."""
+    fresh = strategy.map(lambda member: member)
+    fresh.family_name = name
+    return fresh
