@@ -1497,3 +1497,71 @@ def test_r7_every_autocast_output_needs_float_first(real_claims):
     replay(real_claims, "reference/error-messages", "A bfloat16 tensor, such as\nCPU autocast's",
            autocast_output_has_no_numpy_dtype, autocast_dtypes(), st.integers(0, 2**16),
            fails_on="torch.float16")
+
+
+# -- Audit of seed 20261207 (rows 17, 19, 29, 4): the edits that stayed green, now red ------
+
+def squared_derivative_is_two_at_every_entry(i) -> bool:
+    """Audit row 17, why-backward-z-gives-z.md: "`z.grad` is $2 \\cdot 1 \\cdot 0 = 0$" (a
+    wrong derivative factor) passed, because the seed z is 0 there. The page's check now
+    measures the derivative apart, with the ones seed, at each entry of its z."""
+    z = torch.linspace(-1, 1, steps=5, requires_grad=True)
+    (ones_seed_grad,) = torch.autograd.grad(torch.pow(z, 2), z, torch.ones(5))
+    return bool(ones_seed_grad[i] == 2 * 1.0)
+
+
+def test_audit17_the_derivative_factor_at_zero_is_measured(real_claims):
+    entries = st.sampled_from([2, 0, 1, 3, 4])
+    entries.family_name = "the entries of linspace(-1, 1, 5), z = 0 first"
+    replay(real_claims, "tutorial/why-backward-z-gives-z", "For $z^2$ at $z = 0$",
+           squared_derivative_is_two_at_every_entry, entries, fails_on="2")
+
+
+def backward_runs_on_the_complex_output_too(reduction) -> bool:
+    """Audit row 19, complex-inputs.md: "reduce to a real number first (…), or call it on
+    the complex output directly": the page's check tried the reductions only."""
+    leaf = torch.tensor([1 + 2j, -0.5j], dtype=torch.complex128, requires_grad=True)
+    y = leaf * leaf
+    out = {"none, complex y": y.sum(), "real but two numbers": y.real, ".abs()": y.sum().abs(),
+           ".real": y.sum().real, ".imag": y.sum().imag, "a real loss": (y.abs() ** 2).sum()}
+    out[reduction].backward()
+    return True
+
+
+def test_audit19_backward_on_the_complex_output_raises(real_claims):
+    names = ["none, complex y", "real but two numbers", ".abs()", ".real", ".imag", "a real loss"]
+    replay(real_claims, "explanation/complex-inputs", "To call `backward` without an argument",
+           backward_runs_on_the_complex_output_too, st.sampled_from(sorted(names)),
+           fails_on="none, complex y", because="only for real scalar outputs")
+
+
+def test_audit29_the_jacobian_shape_rule_of_the_body_is_checked_beyond_vectors(real_claims):
+    """Audit row 29, compute-your-first-jacobian.md: "returns a matrix of shape
+    `(y.numel(), x.numel())`, here `(3,) + (2,)`" passed the (3, 2) check."""
+    replay(real_claims, "tutorial/compute-your-first-jacobian",
+           "It takes the function and the point, and returns a tensor of shape",
+           functional_jacobian_is_the_flat_m_by_n_matrix, shaped_maps(), fails_on="sin(A x)",
+           because="shape")
+
+
+def products_by_hand(value: float) -> int:
+    """The products f runs at a: doublings until |2^n a| >= 1000 (the first is b = 2a),
+    and 100 * b below 0; without the leaf's node."""
+    n = 1
+    while abs(value) * 2 ** n < 1000:
+        n += 1
+    return n + (value < 0)
+
+
+def test_audit4_the_figure_counts_nodes_not_products(real_claims):
+    """Audit row 4, use-python-control-flow-in-a-dynamic-graph.md: "The figure counts the
+    *products* over six orders of magnitude" passed a check of the axis's two ends. The
+    page now compares every plotted count with products + the leaf, by hand; the products
+    alone are one fewer at every |a| (21 nodes, 20 products at 0.001)."""
+    [record] = [r for r in real_claims["explanation/use-python-control-flow-in-a-dynamic-graph"]
+                if r["quote"].startswith("The figure counts the nodes") and "nodes_by_hand" in r["compared"]]
+    plotted_first = int(record["compared"].split("= tensor([[", 1)[1].split(",", 1)[0])
+    assert plotted_first == products_by_hand(1e-3) + 1 == 21
+    with pytest.raises(ClaimFailed):
+        check_close(torch.tensor([plotted_first]), torch.tensor([products_by_hand(1e-3)]),
+                    "the figure counts the products")
