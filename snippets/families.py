@@ -385,3 +385,13 @@ FAMILIES = (elementwise_maps, permutations, permutation_maps, linear_maps, mixin
 
 if __name__ == "__main__":
     main()
+
+
+def labelled(strategy: st.SearchStrategy, name: str) -> st.SearchStrategy:
+    """``strategy`` as a check's reveal names it: ``name`` says what its members
+    are ("batch sizes from 2 to 5"), where bare ranges would not. A copy, since
+    Hypothesis caches ``st.integers(2, 5)``: naming it in place would rename every
+    other use of the same range."""
+    copy = strategy.map(lambda member: member)
+    copy.family_name = name
+    return copy
