@@ -804,11 +804,11 @@ def one_pass_gives_the_ones_seed_product(A_map, seed) -> None:
 
 
 def test_audit_glossary_one_pass_is_checked_for_drawn_seeds(real_claims):
-    from families import SIZES, linear_maps
+    from families import SIZES, labelled, linear_maps
 
     replay(real_claims, "reference/glossary", r"One pass gives $v^\top J$ for one seed",
            one_pass_gives_the_ones_seed_product,
-           st.one_of(linear_maps(n=st.integers(1, 64), m=SIZES), vector_maps()), SEEDS,
+           st.one_of(linear_maps(n=st.integers(1, 64), m=SIZES), vector_maps()), labelled(SEEDS, "seeds of v"),
            fails_on="(n=", because="one backward gives vᵀJ")
 
 
