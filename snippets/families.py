@@ -374,6 +374,15 @@ def shaped_maps(draw) -> ShapedMap:
     return ShapedMap(f"sin(A x): {x_shape} -> {y_shape}", A, x_shape, y_shape)
 
 
+def labelled(strategy: st.SearchStrategy, name: str) -> st.SearchStrategy:
+    """``strategy`` drawing the same members, shown to readers as ``name`` (a check's
+    record names its families). A fresh object: Hypothesis caches ``st.integers(0, 12)``
+    and kin, so naming the cached one would rename every other use of it on the page."""
+    fresh = strategy.map(lambda member: member)
+    fresh.family_name = name
+    return fresh
+
+
 def main() -> None:
     """Show a few members of each family (tests/test_families.py checks them)."""
     for factory in FAMILIES:
@@ -385,12 +394,3 @@ FAMILIES = (elementwise_maps, permutations, permutation_maps, linear_maps, mixin
 
 if __name__ == "__main__":
     main()
-
-
-def labelled(strategy: st.SearchStrategy, name: str) -> st.SearchStrategy:
-    """``strategy`` drawing the same members, shown to readers as ``name`` (a check's
-    record names its families). A fresh object: Hypothesis caches ``st.integers(0, 12)``
-    and kin, so naming the cached one would rename every other use of it on the page."""
-    fresh = strategy.map(lambda member: member)
-    fresh.family_name = name
-    return fresh

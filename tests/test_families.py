@@ -263,3 +263,18 @@ def test_a_shaped_map_has_its_closed_form_jacobian_in_y_shape_plus_x_shape(f):
 def test_shaped_maps_hold_0_d_and_multi_dimensional_inputs_and_outputs():
     assert member(families.shaped_maps(), lambda f: f.x_shape == () and len(f.y_shape) >= 2)
     assert member(families.shaped_maps(), lambda f: len(f.x_shape) >= 2 and f.y_shape == ())
+
+
+def test_a_labelled_range_is_named_in_the_reveal_and_the_shared_range_is_not():
+    """families.labelled names what a range's members are; Hypothesis caches
+    st.integers(2, 5), so naming it in place would rename every other use."""
+    from oracle import family_name
+
+    named = families.labelled(st.integers(2, 5), "batch sizes from 2 to 5")
+    assert family_name(named) == "batch sizes from 2 to 5"
+    assert family_name(st.integers(2, 5)) == "integers from 2 to 5"
+    from hypothesis.errors import NoSuchExample
+
+    assert member(named, lambda n: n == 5) == 5  # the same members as the range
+    with pytest.raises(NoSuchExample):
+        member(named, lambda n: n > 5)

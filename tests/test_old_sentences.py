@@ -804,11 +804,11 @@ def one_pass_gives_the_ones_seed_product(A_map, seed) -> None:
 
 
 def test_audit_glossary_one_pass_is_checked_for_drawn_seeds(real_claims):
-    from families import SIZES, linear_maps
+    from families import SIZES, labelled, linear_maps
 
     replay(real_claims, "reference/glossary", r"One pass gives $v^\top J$ for one seed",
            one_pass_gives_the_ones_seed_product,
-           st.one_of(linear_maps(n=st.integers(1, 64), m=SIZES), vector_maps()), SEEDS,
+           st.one_of(linear_maps(n=st.integers(1, 64), m=SIZES), vector_maps()), labelled(SEEDS, "seeds of v"),
            fails_on="(n=", because="one backward gives vᵀJ")
 
 
@@ -1565,3 +1565,96 @@ def test_audit4_the_figure_counts_nodes_not_products(real_claims):
     with pytest.raises(ClaimFailed):
         check_close(torch.tensor([plotted_first]), torch.tensor([products_by_hand(1e-3)]),
                     "the figure counts the products")
+
+
+# -- Issue 37/39, reference pages (s5 rows 5-6, s4 audit reveals #16, #28, #30, self-audit) --
+
+def _records_quoting(claims, page: str, words: str) -> list[dict]:
+    return [record for record in claims.get(page, [])
+            if " ".join(words.split()) in " ".join(record["quote"].split())]
+
+
+def test_s5_glossary_maximum_is_the_expression_a_reader_can_paste(real_claims):
+    """s5 reference rows 5-6, glossary.md: "`torch.maximum(x, 0)` returns 0.5" raises
+    TypeError as pasted (an int operand), while its check ran a 0-dim tensor operand.
+    The sentence and its check now run `torch.maximum(x, torch.zeros_like(x))`."""
+    x = torch.tensor(0.0, requires_grad=True)
+    with pytest.raises(TypeError, match="must be Tensor, not int"):
+        torch.maximum(x, 0)
+    assert not _records_quoting(real_claims, "reference/glossary", "`torch.maximum(x, 0)`")
+    [record] = _records_quoting(real_claims, "reference/glossary",
+                                "`torch.maximum(x, torch.zeros_like(x))` returns 0.5")
+    assert record["check"] == "check_close" and "x.grad" in record["compared"], record
+
+
+@pytest.mark.parametrize("page, words", [
+    ("reference/glossary", "per-sample gradient The gradient of each example's loss"),
+    ("reference/misconceptions", r"$\partial (\sum_i x_i) / \partial x_j = 1$ for every $j$"),
+])
+def test_audit_16_28_family_reveals_say_what_each_integer_is(real_claims, page, words):
+    """s4 audit reveals #16 and #28: the families read "integers from 2 to 5 ×
+    integers from 1 to 4 × integers from 0 to 2147483647", saying neither that they
+    are batch size, features and seed, nor what the check keeps fixed."""
+    found = [r for r in _records_quoting(real_claims, page, words) if r["check"] == "check_property"]
+    assert found, f"docs/{page}.md: no property check quotes {words!r}"
+    for record in found:
+        assert not any(name.startswith("integers from") for name in record["families"]), record["families"]
+
+
+def test_glossary_per_sample_reveal_names_the_fixed_loss(real_claims):
+    [record] = [r for r in _records_quoting(real_claims, "reference/glossary", "per-sample gradient The gradient")
+                if r["check"] == "check_property"]
+    assert "tanh" in record.get("fixed", ""), record
+
+
+def test_audit_30_a_function_without_jvp_is_not_said_to_define_only_backward(real_claims):
+    """s4 audit reveal #30, differentiation-apis.md: the reveal showed Cube defines
+    ['backward', 'forward'] beside "a Function that defines only `backward`". Every
+    Function defines forward; what it lacks is a jvp, and the sentence now says so."""
+    assert not _records_quoting(real_claims, "reference/differentiation-apis", "defines only `backward`")
+    found = _records_quoting(real_claims, "reference/differentiation-apis",
+                             "with a `forward` and a `backward` but no `jvp`")
+    assert {r["check"] for r in found} == {"check_text", "check_property"}, found
+
+
+def gradient_of_small_g_is_a_formula_matching_the_two_points_shown(seed) -> None:
+    """differentiation-apis.md, "The gradient of g(x) = x_0 x_1 + x_2^2 is
+    (x_1, x_0, 2x_2)", was checked at (1, 2, 3) and (0, 1, -1) only, where
+    (x_0 + 1, x_1 - 1, 2x_2) gives the same (2, 1, 6) and (1, 0, -2)."""
+    at = torch.randn(3, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+    g = lambda t: t[0] * t[1] + t[2] ** 2  # noqa: E731
+    check_close(torch.stack([at[0] + 1, at[1] - 1, 2 * at[2]]), finite_difference_jacobian(g, at),
+                "(x_0 + 1, x_1 - 1, 2 x_2)", atol=1e-6)
+
+
+def test_apis_gradient_formula_is_checked_beyond_the_two_points(real_claims):
+    from families import labelled
+    for shown in ([1., 2., 3.], [0., 1., -1.]):
+        at = torch.tensor(shown)
+        assert torch.equal(torch.stack([at[0] + 1, at[1] - 1, 2 * at[2]]), torch.stack([at[1], at[0], 2 * at[2]]))
+    replay(real_claims, "reference/differentiation-apis", "The gradient of $g(x) = x_0 x_1 + x_2^2$ is",
+           gradient_of_small_g_is_a_formula_matching_the_two_points_shown,
+           labelled(SEEDS, "seeds of standard normal points x in R^3"), fails_on="", because="(x_0 + 1")
+
+
+def test_glossary_a_write_through_data_escapes_the_version_counter(real_claims):
+    """glossary.md, in-place operation: "It fails `backward` when it overwrites a
+    saved tensor" held only for writes autograd sees; one through `.data` runs
+    backward on the new values with no error. The entry now names that case."""
+    leaf = torch.tensor([0.5, -1.0], requires_grad=True)
+    out = leaf.exp()
+    out.data.add_(1)
+    out.sum().backward()  # the old sentence: this raises
+    assert torch.allclose(leaf.grad, leaf.detach().exp() + 1)
+    assert _records_quoting(real_claims, "reference/glossary", "a write through `x.data` escapes it")
+
+
+def test_glossary_forward_mode_claims_are_checked_on_the_forward_mode_rule(real_claims):
+    """glossary.md, JVP: "torch.func.jvp and forward_ad compute it in forward mode;
+    functional.jvp returns the same J u from two reverse passes" was checked on values
+    only, which reverse mode gives as well. A Function whose jvp returns 100 u tells
+    the two apart."""
+    [forward] = _records_quoting(real_claims, "reference/glossary", "compute it in forward mode")
+    assert "100 * u_jvp" in forward["compared"], forward
+    [reverse] = _records_quoting(real_claims, "reference/glossary", "from two reverse passes")
+    assert "reverse_passes" in reverse["compared"], reverse
