@@ -1497,3 +1497,40 @@ def test_r7_every_autocast_output_needs_float_first(real_claims):
     replay(real_claims, "reference/error-messages", "A bfloat16 tensor, such as\nCPU autocast's",
            autocast_output_has_no_numpy_dtype, autocast_dtypes(), st.integers(0, 2**16),
            fails_on="torch.float16")
+
+
+# -- s6 self-audit, debug-nan: "wrap f in torch.compiler.disable" -----------------------
+
+def anomaly_mode_names(function) -> str:
+    """The backward node detect_anomaly names for the page's f at (-1, 0, 4)."""
+    import warnings
+    at = torch.tensor([-1.0, 0.0, 4.0], requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            with torch.autograd.detect_anomaly():
+                function(at).backward()
+        except RuntimeError as error:
+            return str(error).split("'")[1]
+    return "nothing raised"
+
+
+def test_debug_nan_compiling_the_disabled_f_still_names_the_compiled_region(real_claims):
+    """debug-nan-and-wrong-gradients.md said "Debug the eager function: drop the
+    `compile`, or wrap `f` in `torch.compiler.disable`, and it names `SqrtBackward0`"
+    and checked disable(f) run eagerly. Read as written, torch.compile of the wrapped f
+    still names CompiledFunctionBackward; only a compiled caller of the disabled f
+    names SqrtBackward0. The page now says so, and quotes both."""
+    def f(x):
+        roots = torch.sqrt(x)
+        return torch.where(x > 0, roots, torch.zeros_like(x)).sum()
+
+    quotes = [record["quote"] for record in real_claims["how-to/debug-nan-and-wrong-gradients"]]
+    assert any(q.startswith("Compiling the wrapped `f` itself is not enough") for q in quotes)
+    torch._dynamo.reset()
+    assert anomaly_mode_names(torch.compile(torch.compiler.disable(f), backend="aot_eager")) \
+        == "CompiledFunctionBackward"  # the old sentence's reading: it does not name SqrtBackward0
+    outside = torch.compiler.disable(f)
+    assert anomaly_mode_names(torch.compile(lambda t: outside(t * 1.0), backend="aot_eager")) \
+        == "SqrtBackward0"
+
