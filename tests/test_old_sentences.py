@@ -1534,3 +1534,21 @@ def test_debug_nan_compiling_the_disabled_f_still_names_the_compiled_region(real
     assert anomaly_mode_names(torch.compile(lambda t: outside(t * 1.0), backend="aot_eager")) \
         == "SqrtBackward0"
 
+
+# -- s6 self-audit, forward-mode: jacobian's shape beyond 1-d (as audit #29) -------------
+
+def jacobian_is_numel_by_numel(x_shape, y_shape) -> bool:
+    """The reading a 1-d example cannot refute: the shape is (y.numel(), x.numel())."""
+    import math
+    weights = torch.ones(math.prod(y_shape), math.prod(x_shape), dtype=torch.float64)
+    jac = torch.autograd.functional.jacobian(
+        lambda t: (weights @ t.reshape(-1)).reshape(y_shape), torch.ones(x_shape, dtype=torch.float64))
+    return tuple(jac.shape) == (math.prod(y_shape), math.prod(x_shape))
+
+
+def test_forward_mode_jacobian_shape_is_not_numel_by_numel(real_claims):
+    shapes = st.lists(st.integers(1, 3), max_size=3).map(tuple)
+    shapes.family_name = "shapes of rank 0 to 3 with sides 1 to 3"
+    replay(real_claims, "explanation/forward-mode-jacobian-vector-products",
+           "{py:func}`torch.autograd.functional.jacobian` returns shape", jacobian_is_numel_by_numel,
+           shapes, shapes, fails_on="()")
