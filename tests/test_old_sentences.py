@@ -1658,3 +1658,58 @@ def test_glossary_forward_mode_claims_are_checked_on_the_forward_mode_rule(real_
     assert "100 * u_jvp" in forward["compared"], forward
     [reverse] = _records_quoting(real_claims, "reference/glossary", "from two reverse passes")
     assert "reverse_passes" in reverse["compared"], reverse
+
+
+# -- s6 self-audit, debug-nan: "wrap f in torch.compiler.disable" -----------------------
+
+def anomaly_mode_names(function) -> str:
+    """The backward node detect_anomaly names for the page's f at (-1, 0, 4)."""
+    import warnings
+    at = torch.tensor([-1.0, 0.0, 4.0], requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            with torch.autograd.detect_anomaly():
+                function(at).backward()
+        except RuntimeError as error:
+            return str(error).split("'")[1]
+    return "nothing raised"
+
+
+def test_debug_nan_compiling_the_disabled_f_still_names_the_compiled_region(real_claims):
+    """debug-nan-and-wrong-gradients.md said "Debug the eager function: drop the
+    `compile`, or wrap `f` in `torch.compiler.disable`, and it names `SqrtBackward0`"
+    and checked disable(f) run eagerly. Read as written, torch.compile of the wrapped f
+    still names CompiledFunctionBackward; only a compiled caller of the disabled f
+    names SqrtBackward0. The page now says so, and quotes both."""
+    def f(x):
+        roots = torch.sqrt(x)
+        return torch.where(x > 0, roots, torch.zeros_like(x)).sum()
+
+    quotes = [record["quote"] for record in real_claims["how-to/debug-nan-and-wrong-gradients"]]
+    assert any(q.startswith("Compiling the wrapped `f` itself is not enough") for q in quotes)
+    torch._dynamo.reset()
+    assert anomaly_mode_names(torch.compile(torch.compiler.disable(f), backend="aot_eager")) \
+        == "CompiledFunctionBackward"  # the old sentence's reading: it does not name SqrtBackward0
+    outside = torch.compiler.disable(f)
+    assert anomaly_mode_names(torch.compile(lambda t: outside(t * 1.0), backend="aot_eager")) \
+        == "SqrtBackward0"
+
+
+# -- s6 self-audit, forward-mode: jacobian's shape beyond 1-d (as audit #29) -------------
+
+def jacobian_is_numel_by_numel(x_shape, y_shape) -> bool:
+    """The reading a 1-d example cannot refute: the shape is (y.numel(), x.numel())."""
+    import math
+    weights = torch.ones(math.prod(y_shape), math.prod(x_shape), dtype=torch.float64)
+    jac = torch.autograd.functional.jacobian(
+        lambda t: (weights @ t.reshape(-1)).reshape(y_shape), torch.ones(x_shape, dtype=torch.float64))
+    return tuple(jac.shape) == (math.prod(y_shape), math.prod(x_shape))
+
+
+def test_forward_mode_jacobian_shape_is_not_numel_by_numel(real_claims):
+    shapes = st.lists(st.integers(1, 3), max_size=3).map(tuple)
+    shapes.family_name = "shapes of rank 0 to 3 with sides 1 to 3"
+    replay(real_claims, "explanation/forward-mode-jacobian-vector-products",
+           "{py:func}`torch.autograd.functional.jacobian` returns shape", jacobian_is_numel_by_numel,
+           shapes, shapes, fails_on="()")
