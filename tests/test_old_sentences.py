@@ -1497,3 +1497,23 @@ def test_r7_every_autocast_output_needs_float_first(real_claims):
     replay(real_claims, "reference/error-messages", "A bfloat16 tensor, such as\nCPU autocast's",
            autocast_output_has_no_numpy_dtype, autocast_dtypes(), st.integers(0, 2**16),
            fails_on="torch.float16")
+
+
+# -- s4 audit #1, #8: the first example of what-backward-computes, the chain rule's seed ----
+
+def page_f_is_x0_squared_plus_x1_squared(p) -> None:
+    """Audit #1, what-backward-computes: "$f(x) = (x_0 x_1,\\ \\sin x_0,\\ x_0^2 + x_1^2)$",
+    an edit that agrees with the page's f at (1, 2) (both give 5 there)."""
+    import math
+
+    x0, x1 = p.tolist()
+    page_f = torch.stack([p[0] * p[1], torch.sin(p[0]), p[0] + p[1] ** 2])
+    check_close(page_f, torch.tensor([x0 * x1, math.sin(x0), x0**2 + x1**2], dtype=p.dtype),
+                "f(x) = (x0 x1, sin x0, x0^2 + x1^2)")
+
+
+def test_s4_1_the_example_f_is_checked_away_from_its_point(real_claims):
+    replay(real_claims, "explanation/what-backward-computes", r"Take $f: \mathbb{R}^2",
+           page_f_is_x0_squared_plus_x1_squared, points(n=2), fails_on="tensor(",
+           because="f(x) = (x0 x1, sin x0, x0^2 + x1^2)")
+
