@@ -1517,3 +1517,21 @@ def test_s4_1_the_example_f_is_checked_away_from_its_point(real_claims):
            page_f_is_x0_squared_plus_x1_squared, points(n=2), fails_on="tensor(",
            because="f(x) = (x0 x1, sin x0, x0^2 + x1^2)")
 
+
+def a_y_shaped_seed_enters_from_either_side(chain) -> None:
+    """Audit #8, reverse-mode-is-a-chain-of-vjps: "a seed $v$ (shaped like $y$) can enter
+    from the left or from the right": from the right, J v needs v shaped like x."""
+    n, g, m, seed = chain
+    gen = torch.Generator().manual_seed(seed)
+    J = torch.randn(m, n, dtype=torch.float64, generator=gen)
+    v = torch.randn(m, dtype=torch.float64, generator=gen)
+    v @ J  # from the left
+    J @ v  # from the right
+
+
+def test_s4_8_a_y_shaped_seed_enters_from_the_left_only(real_claims):
+    from vjp_chains import three_step_chains
+
+    replay(real_claims, "explanation/reverse-mode-is-a-chain-of-vjps",
+           "The chain rule multiplies them, and a seed $v$", a_y_shaped_seed_enters_from_either_side,
+           three_step_chains(), fails_on="(", because="size mismatch")
