@@ -385,3 +385,14 @@ FAMILIES = (elementwise_maps, permutations, permutation_maps, linear_maps, mixin
 
 if __name__ == "__main__":
     main()
+
+
+def labelled(strategy: st.SearchStrategy, words: str) -> st.SearchStrategy:
+    """``strategy`` under a reader's name for what it draws ("n from 1 to 6", "seeds of
+    the drawn matrix and point"), for a property check's reveal, where a bare
+    ``st.integers(1, 6)`` would read "integers from 1 to 6" and not say what varies. A
+    fresh strategy drawing the same members: Hypothesis caches ``st.integers(1, 6)``, so
+    naming the cached object would rename every other use of it in the process."""
+    fresh = strategy.map(lambda member: member)
+    fresh.family_name = words
+    return fresh

@@ -1535,3 +1535,44 @@ def test_s4_8_a_y_shaped_seed_enters_from_the_left_only(real_claims):
     replay(real_claims, "explanation/reverse-mode-is-a-chain-of-vjps",
            "The chain rule multiplies them, and a seed $v$", a_y_shaped_seed_enters_from_either_side,
            three_step_chains(), fails_on="(", because="size mismatch")
+
+
+def a_loss_linear_in_the_last_weight_leaves_no_graph(setting) -> bool:
+    """higher-order-derivatives (self-audit): "A loss linear in a parameter (a critic's
+    `model(data).mean()`, in the last bias) leaves that gradient without a graph". The
+    mean is linear in the last Linear's weight too, yet that gradient, the mean input of
+    the layer, is computed from the earlier parameters and has a graph."""
+    model = setting.model
+    last = list(model.modules())[-1]
+    if not isinstance(last, torch.nn.Linear):  # not linear in its weight: nothing to say
+        return True
+    (weight_grad,) = torch.autograd.grad(model(setting.inputs.detach()).mean(), [last.weight],
+                                         create_graph=True)
+    return weight_grad.grad_fn is None
+
+
+def test_self_audit_higher_order_linear_is_not_a_constant_derivative(real_claims):
+    from reader_settings import image_batches, multi_feature_inputs, train_mode_models
+
+    replay(real_claims, "explanation/higher-order-derivatives",
+           "A loss whose derivative in a parameter is a constant",
+           a_loss_linear_in_the_last_weight_leaves_no_graph,
+           st.one_of(image_batches(), multi_feature_inputs(), train_mode_models()), fails_on="")
+
+
+def second_derivative_of_the_cube_is_3t_squared(t0) -> None:
+    """higher-order-derivatives (self-audit): "$d^2y/dt^2$" of $t^3$ checked only at
+    t = 2, where 6t and 3t^2 both give 12: the edit "$d^2y/dt^2 = 3t^2$" passed."""
+    t = torch.tensor(t0, dtype=torch.float64, requires_grad=True)
+    (first,) = torch.autograd.grad(t**3, t, create_graph=True)
+    (second,) = torch.autograd.grad(first, t)
+    check_close(second, torch.tensor(3 * t0**2, dtype=torch.float64), "d2y/dt2 = 3t^2")
+
+
+def test_self_audit_higher_order_the_cube_is_checked_away_from_2(real_claims):
+    from families import labelled
+
+    replay(real_claims, "explanation/higher-order-derivatives", "Start with one variable",
+           second_derivative_of_the_cube_is_3t_squared,
+           labelled(st.floats(-5, 5, allow_nan=False), "t, any float from -5 to 5"), fails_on="",
+           because="d2y/dt2 = 3t^2")
