@@ -1576,3 +1576,26 @@ def test_self_audit_higher_order_the_cube_is_checked_away_from_2(real_claims):
            second_derivative_of_the_cube_is_3t_squared,
            labelled(st.floats(-5, 5, allow_nan=False), "t, any float from -5 to 5"), fails_on="",
            because="d2y/dt2 = 3t^2")
+
+
+def test_self_audit_saves_a_custom_function_node_has_no_saved_attributes():
+    """see-what-autograd-saves-for-backward (self-audit): "Each node of the graph (the
+    tensor's `grad_fn`) exposes what it kept as attributes named `_saved_*`" is false for
+    a custom autograd.Function, whose node keeps save_for_backward's tensors in
+    saved_tensors; the page now names that exception."""
+
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            ctx.save_for_backward(t)
+            return t * t
+
+        @staticmethod
+        def backward(ctx, cotangent):
+            (t,) = ctx.saved_tensors
+            return 2 * t * cotangent
+
+    x = torch.randn(3, requires_grad=True)
+    node = Square.apply(x).grad_fn
+    assert [name for name in dir(node) if name.startswith("_saved_")] == []
+    assert node.saved_tensors[0] is x
