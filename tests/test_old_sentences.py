@@ -1713,3 +1713,105 @@ def test_forward_mode_jacobian_shape_is_not_numel_by_numel(real_claims):
     replay(real_claims, "explanation/forward-mode-jacobian-vector-products",
            "{py:func}`torch.autograd.functional.jacobian` returns shape", jacobian_is_numel_by_numel,
            shapes, shapes, fails_on="()")
+
+
+# -- s4 audit #1, #8: the first example of what-backward-computes, the chain rule's seed ----
+
+def page_f_is_x0_squared_plus_x1_squared(p) -> None:
+    """Audit #1, what-backward-computes: "$f(x) = (x_0 x_1,\\ \\sin x_0,\\ x_0^2 + x_1^2)$",
+    an edit that agrees with the page's f at (1, 2) (both give 5 there)."""
+    import math
+
+    x0, x1 = p.tolist()
+    page_f = torch.stack([p[0] * p[1], torch.sin(p[0]), p[0] + p[1] ** 2])
+    check_close(page_f, torch.tensor([x0 * x1, math.sin(x0), x0**2 + x1**2], dtype=p.dtype),
+                "f(x) = (x0 x1, sin x0, x0^2 + x1^2)")
+
+
+def test_s4_1_the_example_f_is_checked_away_from_its_point(real_claims):
+    replay(real_claims, "explanation/what-backward-computes", r"Take $f: \mathbb{R}^2",
+           page_f_is_x0_squared_plus_x1_squared, points(n=2), fails_on="tensor(",
+           because="f(x) = (x0 x1, sin x0, x0^2 + x1^2)")
+
+
+def a_y_shaped_seed_enters_from_either_side(chain) -> None:
+    """Audit #8, reverse-mode-is-a-chain-of-vjps: "a seed $v$ (shaped like $y$) can enter
+    from the left or from the right": from the right, J v needs v shaped like x."""
+    n, g, m, seed = chain
+    gen = torch.Generator().manual_seed(seed)
+    J = torch.randn(m, n, dtype=torch.float64, generator=gen)
+    v = torch.randn(m, dtype=torch.float64, generator=gen)
+    v @ J  # from the left
+    J @ v  # from the right
+
+
+def test_s4_8_a_y_shaped_seed_enters_from_the_left_only(real_claims):
+    from vjp_chains import three_step_chains
+
+    replay(real_claims, "explanation/reverse-mode-is-a-chain-of-vjps",
+           "The chain rule multiplies them, and a seed $v$", a_y_shaped_seed_enters_from_either_side,
+           three_step_chains(), fails_on="(", because="size mismatch")
+
+
+def a_loss_linear_in_the_last_weight_leaves_no_graph(setting) -> bool:
+    """higher-order-derivatives (self-audit): "A loss linear in a parameter (a critic's
+    `model(data).mean()`, in the last bias) leaves that gradient without a graph". The
+    mean is linear in the last Linear's weight too, yet that gradient, the mean input of
+    the layer, is computed from the earlier parameters and has a graph."""
+    model = setting.model
+    last = list(model.modules())[-1]
+    if not isinstance(last, torch.nn.Linear):  # not linear in its weight: nothing to say
+        return True
+    (weight_grad,) = torch.autograd.grad(model(setting.inputs.detach()).mean(), [last.weight],
+                                         create_graph=True)
+    return weight_grad.grad_fn is None
+
+
+def test_self_audit_higher_order_linear_is_not_a_constant_derivative(real_claims):
+    from reader_settings import image_batches, multi_feature_inputs, train_mode_models
+
+    replay(real_claims, "explanation/higher-order-derivatives",
+           "A loss whose derivative in a parameter is a constant",
+           a_loss_linear_in_the_last_weight_leaves_no_graph,
+           st.one_of(image_batches(), multi_feature_inputs(), train_mode_models()), fails_on="")
+
+
+def second_derivative_of_the_cube_is_3t_squared(t0) -> None:
+    """higher-order-derivatives (self-audit): "$d^2y/dt^2$" of $t^3$ checked only at
+    t = 2, where 6t and 3t^2 both give 12: the edit "$d^2y/dt^2 = 3t^2$" passed."""
+    t = torch.tensor(t0, dtype=torch.float64, requires_grad=True)
+    (first,) = torch.autograd.grad(t**3, t, create_graph=True)
+    (second,) = torch.autograd.grad(first, t)
+    check_close(second, torch.tensor(3 * t0**2, dtype=torch.float64), "d2y/dt2 = 3t^2")
+
+
+def test_self_audit_higher_order_the_cube_is_checked_away_from_2(real_claims):
+    from families import labelled
+
+    replay(real_claims, "explanation/higher-order-derivatives", "Start with one variable",
+           second_derivative_of_the_cube_is_3t_squared,
+           labelled(st.floats(-5, 5, allow_nan=False), "t, any float from -5 to 5"), fails_on="",
+           because="d2y/dt2 = 3t^2")
+
+
+def test_self_audit_saves_a_custom_function_node_has_no_saved_attributes():
+    """see-what-autograd-saves-for-backward (self-audit): "Each node of the graph (the
+    tensor's `grad_fn`) exposes what it kept as attributes named `_saved_*`" is false for
+    a custom autograd.Function, whose node keeps save_for_backward's tensors in
+    saved_tensors; the page now names that exception."""
+
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            ctx.save_for_backward(t)
+            return t * t
+
+        @staticmethod
+        def backward(ctx, cotangent):
+            (t,) = ctx.saved_tensors
+            return 2 * t * cotangent
+
+    x = torch.randn(3, requires_grad=True)
+    node = Square.apply(x).grad_fn
+    assert [name for name in dir(node) if name.startswith("_saved_")] == []
+    assert node.saved_tensors[0] is x
