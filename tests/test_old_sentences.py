@@ -1497,3 +1497,49 @@ def test_r7_every_autocast_output_needs_float_first(real_claims):
     replay(real_claims, "reference/error-messages", "A bfloat16 tensor, such as\nCPU autocast's",
            autocast_output_has_no_numpy_dtype, autocast_dtypes(), st.integers(0, 2**16),
            fails_on="torch.float16")
+
+
+# -- s6 self-audit of the how-to pages stop-gradients and check-gradients --------------
+
+def a_write_into_a_saved_tensor_always_raises(case) -> bool:
+    """Audit s4 #21, stop-gradients.md: "If the graph saved the tensor you modify, the
+    backward pass sees the new version and refuses to use the changed value", with no
+    word on `.data`: a write through t.data into the input sin saved."""
+    out = torch.sin(case.tensor)
+    case.tensor.data.add_(1.0)
+    try:
+        out.sum().backward()
+    except RuntimeError as error:
+        return "modified by an inplace operation" in str(error)
+    return False
+
+
+def test_s4_21_a_write_through_data_into_a_saved_tensor_goes_unnoticed(real_claims):
+    replay(real_claims, "how-to/stop-gradients", "If the graph saved the tensor you modify",
+           a_write_into_a_saved_tensor_always_raises, non_leaf_inputs(), fails_on="randn(3, 2")
+
+
+NO_GRAD_VIEWS = {"t[:1]": lambda t: t[:1], "t.view(-1)": lambda t: t.view(-1),
+                 "t.unsqueeze(0)": lambda t: t.unsqueeze(0), "t.t()": lambda t: t.t(),
+                 "t.expand(2, 3, 2)": lambda t: t.expand(2, 3, 2), "t.select(0, 1)": lambda t: t.select(0, 1),
+                 "t.split(1)[0]": lambda t: t.split(1)[0], "t.diagonal()": torch.diagonal}
+NO_GRAD_VIEW_FAMILY = st.sampled_from(sorted(NO_GRAD_VIEWS))
+NO_GRAD_VIEW_FAMILY.family_name = "views: slicing, view, unsqueeze, t, expand, select, split, diagonal"
+NO_GRAD_VIEW_BASES = st.sampled_from(["a leaf", "a non-leaf (leaf * 2)"])
+NO_GRAD_VIEW_BASES.family_name = "inputs that require grad"
+
+
+def no_grad_outputs_never_require_grad(view, base_kind) -> bool:
+    """s6, stop-gradients.md (f7cafa7:344-345): "Inside `torch.no_grad`, operations are
+    not recorded: their outputs have `requires_grad=False` and no `grad_fn`, even when
+    their inputs require grad". A view of such an input keeps requires_grad=True."""
+    leaf = torch.randn(3, 2, requires_grad=True)
+    t = leaf if base_kind == "a leaf" else leaf * 2
+    with torch.no_grad():
+        out = NO_GRAD_VIEWS[view](t)
+    return not out.requires_grad and out.grad_fn is None
+
+
+def test_s6_no_grad_views_of_inputs_that_require_grad_keep_the_flag(real_claims):
+    replay(real_claims, "how-to/stop-gradients", "A view of an input that requires grad",
+           no_grad_outputs_never_require_grad, NO_GRAD_VIEW_FAMILY, NO_GRAD_VIEW_BASES, fails_on="t")
