@@ -1519,6 +1519,44 @@ def test_s4_21_a_write_through_data_into_a_saved_tensor_goes_unnoticed(real_clai
            a_write_into_a_saved_tensor_always_raises, non_leaf_inputs(), fails_on="randn(3, 2")
 
 
+GRADCHECK_STATES = {"freshly compiled": None,
+                    "a training step on plain data, batch 4": (False, 4),
+                    "a training step on plain data, batch 2": (False, 2),
+                    "a training step on plain data, batch 16": (False, 16),
+                    "a training step on inputs that require grad, batch 4": (True, 4),
+                    "a training step on inputs that require grad, batch 16": (True, 16)}
+GRADCHECK_AFTER_TRAINING = st.sampled_from(list(GRADCHECK_STATES))
+GRADCHECK_AFTER_TRAINING.family_name = ("an MLP under torch.compile(backend=\"aot_eager\"), fresh or "
+                                        "after one training step, checked at batch 4")
+
+
+def gradcheck_raises_after_any_training_step(state) -> bool:
+    """Rows 1-2, check-gradients.md (f7cafa7:426-428): "when the function was first
+    compiled by a training step (a forward pass and `backward()`), `gradcheck` raises
+    too", read of the usual step, on plain data of gradcheck's batch size."""
+    step = GRADCHECK_STATES[state]
+    if step is None:
+        return True
+    generator = torch.Generator().manual_seed(0)
+    eager = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1)).double()
+    inputs = torch.randn(4, 2, dtype=torch.float64, generator=generator, requires_grad=True)
+    batch = torch.randn(step[1], 2, dtype=torch.float64, generator=generator, requires_grad=step[0])
+    torch._dynamo.reset()
+    compiled = torch.compile(eager, backend="aot_eager")
+    compiled(batch).sum().backward()
+    try:
+        torch.autograd.gradcheck(compiled, (inputs,))
+    except RuntimeError as error:
+        return "donated buffers" in str(error)
+    return False
+
+
+def test_howto39_1_gradcheck_passes_after_a_training_step_on_plain_data(real_claims):
+    replay(real_claims, "how-to/check-gradients", "`gradcheck` passes on a freshly compiled function",
+           gradcheck_raises_after_any_training_step, GRADCHECK_AFTER_TRAINING,
+           fails_on="plain data, batch 4")
+
+
 NO_GRAD_VIEWS = {"t[:1]": lambda t: t[:1], "t.view(-1)": lambda t: t.view(-1),
                  "t.unsqueeze(0)": lambda t: t.unsqueeze(0), "t.t()": lambda t: t.t(),
                  "t.expand(2, 3, 2)": lambda t: t.expand(2, 3, 2), "t.select(0, 1)": lambda t: t.select(0, 1),
