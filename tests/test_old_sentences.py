@@ -1581,3 +1581,25 @@ def no_grad_outputs_never_require_grad(view, base_kind) -> bool:
 def test_s6_no_grad_views_of_inputs_that_require_grad_keep_the_flag(real_claims):
     replay(real_claims, "how-to/stop-gradients", "A view of an input that requires grad",
            no_grad_outputs_never_require_grad, NO_GRAD_VIEW_FAMILY, NO_GRAD_VIEW_BASES, fails_on="t")
+
+
+from second_backward import summed_chain  # noqa: E402
+
+
+def a_second_backward_always_fails(chain) -> bool:
+    """s6, accumulate-zero-and-reuse-gradients.md (f7cafa7:866-867): "A backward pass
+    frees the intermediate values the graph saved, so a second backward through the
+    same part of the graph fails", of any graph: one that saved nothing runs twice."""
+    out = summed_chain(chain, torch.tensor([0.5, 1.0, 2.0, 3.0], requires_grad=True))
+    out.backward()
+    try:
+        out.backward()
+    except RuntimeError as error:
+        return "a second time" in str(error)
+    return False
+
+
+def test_s6_a_graph_that_saved_nothing_runs_backward_twice(real_claims):
+    replay(real_claims, "how-to/accumulate-zero-and-reuse-gradients",
+           "so a second backward through a part of the graph that saved one fails",
+           a_second_backward_always_fails, operation_chains(), fails_on="[")
