@@ -1117,28 +1117,15 @@ def test_h4_2_normalize_under_float16_autocast_is_finite(real_claims):
 
 def gradgradcheck_does_what_gradcheck_does_one_order_higher(state) -> bool:
     """H4-3, check-gradients.md: "`gradgradcheck` does the same one order higher", on
-    any function gradcheck takes. On a compiled one it raises (and gradcheck too, on
-    one first compiled by a training step)."""
-    from families import seeded
-
-    with seeded(0):
-        eager = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Tanh(),
-                                    torch.nn.Linear(8, 1)).double()
-        inputs = torch.randn(4, 2, dtype=torch.float64, requires_grad=True)
-    torch._dynamo.reset()
-    compiled = torch.compile(eager, backend="aot_eager")
-    if state == "first compiled by a training step":
-        compiled(inputs).sum().backward()
+    any function gradcheck takes. On a compiled one it raises, whatever ran before."""
+    compiled, inputs = compiled_mlp_after(state)
     return (torch.autograd.gradcheck(compiled, (inputs,))
             and torch.autograd.gradgradcheck(compiled, (inputs,)))
 
 
 def test_h4_3_gradgradcheck_raises_on_a_compiled_function(real_claims):
-    states = st.sampled_from(["freshly compiled", "first compiled by a training step"])
-    states.family_name = ('an MLP under torch.compile(backend="aot_eager"), fresh or first '
-                          'compiled by a training step')
-    replay(real_claims, "how-to/check-gradients", "Under `torch.compile`, `gradgradcheck` raises",
-           gradgradcheck_does_what_gradcheck_does_one_order_higher, states,
+    replay(real_claims, "how-to/check-gradients", "Under `torch.compile`, `gradgradcheck` always raises",
+           gradgradcheck_does_what_gradcheck_does_one_order_higher, GRADCHECK_AFTER_TRAINING,
            fails_on="freshly compiled", because="double backward")
 
 
@@ -1530,20 +1517,28 @@ GRADCHECK_AFTER_TRAINING.family_name = ("an MLP under torch.compile(backend=\"ao
                                         "after one training step, checked at batch 4")
 
 
+
+def compiled_mlp_after(state):
+    """check-gradients.md's float64 tanh MLP under aot_eager, compiled anew, after the
+    training step ``state`` names (if any), and gradcheck's (4, 2) input."""
+    step = GRADCHECK_STATES[state]
+    generator = torch.Generator().manual_seed(0)
+    eager = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1)).double()
+    inputs = torch.randn(4, 2, dtype=torch.float64, generator=generator, requires_grad=True)
+    torch._dynamo.reset()
+    compiled = torch.compile(eager, backend="aot_eager")
+    if step is not None:
+        batch = torch.randn(step[1], 2, dtype=torch.float64, generator=generator, requires_grad=step[0])
+        compiled(batch).sum().backward()
+    return compiled, inputs
+
 def gradcheck_raises_after_any_training_step(state) -> bool:
     """Rows 1-2, check-gradients.md (f7cafa7:426-428): "when the function was first
     compiled by a training step (a forward pass and `backward()`), `gradcheck` raises
     too", read of the usual step, on plain data of gradcheck's batch size."""
-    step = GRADCHECK_STATES[state]
-    if step is None:
+    if GRADCHECK_STATES[state] is None:
         return True
-    generator = torch.Generator().manual_seed(0)
-    eager = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1)).double()
-    inputs = torch.randn(4, 2, dtype=torch.float64, generator=generator, requires_grad=True)
-    batch = torch.randn(step[1], 2, dtype=torch.float64, generator=generator, requires_grad=step[0])
-    torch._dynamo.reset()
-    compiled = torch.compile(eager, backend="aot_eager")
-    compiled(batch).sum().backward()
+    compiled, inputs = compiled_mlp_after(state)
     try:
         torch.autograd.gradcheck(compiled, (inputs,))
     except RuntimeError as error:
