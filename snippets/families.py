@@ -385,3 +385,13 @@ FAMILIES = (elementwise_maps, permutations, permutation_maps, linear_maps, mixin
 
 if __name__ == "__main__":
     main()
+
+
+def labelled(strategy: st.SearchStrategy, what: str) -> st.SearchStrategy:
+    """``strategy`` under a reader's name for what it draws ("input sizes n from 1 to 4",
+    not "integers from 1 to 4"), for the record and the reveal. A copy: Hypothesis hands
+    out one cached object for equal calls (``st.integers(1, 4)``), so naming that object
+    would rename every family drawn with it."""
+    copy = strategy.map(lambda value: value)
+    copy.family_name = what
+    return copy
