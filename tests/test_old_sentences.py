@@ -1598,3 +1598,24 @@ def test_s6_a_graph_that_saved_nothing_runs_backward_twice(real_claims):
     replay(real_claims, "how-to/accumulate-zero-and-reuse-gradients",
            "so a second backward through a part of the graph that saved one fails",
            a_second_backward_always_fails, operation_chains(), fails_on="[")
+
+
+INFERENCE_VIEW_BASES = st.sampled_from(["a leaf", "a tensor that does not require grad"])
+INFERENCE_VIEW_BASES.family_name = "normal tensors"
+
+
+def every_result_of_inference_mode_is_an_inference_tensor(view, base_kind) -> bool:
+    """s6, stop-gradients.md (f7cafa7:53, 501-502): `inference_mode` gives "*inference
+    tensors*: no graph, no version counter", of every operation in the block. A view of
+    a normal tensor taken there stays normal, with a version counter and its base."""
+    leaf = torch.randn(3, 2, requires_grad=True)
+    base = leaf if base_kind == "a leaf" else (leaf * 2).detach()
+    with torch.inference_mode():
+        viewed = NO_GRAD_VIEWS[view](base)
+    return viewed.is_inference()
+
+
+def test_s6_inference_mode_views_of_normal_tensors_stay_normal(real_claims):
+    replay(real_claims, "how-to/stop-gradients", "A view of a normal tensor taken inside the block",
+           every_result_of_inference_mode_is_an_inference_tensor, NO_GRAD_VIEW_FAMILY, INFERENCE_VIEW_BASES,
+           fails_on="t")
