@@ -263,3 +263,13 @@ def test_a_shaped_map_has_its_closed_form_jacobian_in_y_shape_plus_x_shape(f):
 def test_shaped_maps_hold_0_d_and_multi_dimensional_inputs_and_outputs():
     assert member(families.shaped_maps(), lambda f: f.x_shape == () and len(f.y_shape) >= 2)
     assert member(families.shaped_maps(), lambda f: len(f.x_shape) >= 2 and f.y_shape == ())
+
+
+def test_a_labelled_family_is_named_for_its_record_and_leaves_the_cached_strategy_alone():
+    from oracle import family_name
+
+    sizes = families.labelled(st.integers(1, 4), "input sizes n from 1 to 4")
+    assert family_name(sizes) == "input sizes n from 1 to 4"
+    assert family_name(st.integers(1, 4)) == "integers from 1 to 4"  # one cached object, unrenamed
+    drawn = families.members(sizes, 6)
+    assert drawn == families.members(st.integers(1, 4), 6), "naming changes no member"
