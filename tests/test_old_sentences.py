@@ -1117,28 +1117,15 @@ def test_h4_2_normalize_under_float16_autocast_is_finite(real_claims):
 
 def gradgradcheck_does_what_gradcheck_does_one_order_higher(state) -> bool:
     """H4-3, check-gradients.md: "`gradgradcheck` does the same one order higher", on
-    any function gradcheck takes. On a compiled one it raises (and gradcheck too, on
-    one first compiled by a training step)."""
-    from families import seeded
-
-    with seeded(0):
-        eager = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Tanh(),
-                                    torch.nn.Linear(8, 1)).double()
-        inputs = torch.randn(4, 2, dtype=torch.float64, requires_grad=True)
-    torch._dynamo.reset()
-    compiled = torch.compile(eager, backend="aot_eager")
-    if state == "first compiled by a training step":
-        compiled(inputs).sum().backward()
+    any function gradcheck takes. On a compiled one it raises, whatever ran before."""
+    compiled, inputs = compiled_mlp_after(state)
     return (torch.autograd.gradcheck(compiled, (inputs,))
             and torch.autograd.gradgradcheck(compiled, (inputs,)))
 
 
 def test_h4_3_gradgradcheck_raises_on_a_compiled_function(real_claims):
-    states = st.sampled_from(["freshly compiled", "first compiled by a training step"])
-    states.family_name = ('an MLP under torch.compile(backend="aot_eager"), fresh or first '
-                          'compiled by a training step')
-    replay(real_claims, "how-to/check-gradients", "Under `torch.compile`, `gradgradcheck` raises",
-           gradgradcheck_does_what_gradcheck_does_one_order_higher, states,
+    replay(real_claims, "how-to/check-gradients", "Under `torch.compile`, `gradgradcheck` always raises",
+           gradgradcheck_does_what_gradcheck_does_one_order_higher, GRADCHECK_AFTER_TRAINING,
            fails_on="freshly compiled", because="double backward")
 
 
@@ -1815,3 +1802,138 @@ def test_self_audit_saves_a_custom_function_node_has_no_saved_attributes():
     node = Square.apply(x).grad_fn
     assert [name for name in dir(node) if name.startswith("_saved_")] == []
     assert node.saved_tensors[0] is x
+
+
+# -- s6 self-audit of the how-to pages stop-gradients and check-gradients --------------
+
+def a_write_into_a_saved_tensor_always_raises(case) -> bool:
+    """Audit s4 #21, stop-gradients.md: "If the graph saved the tensor you modify, the
+    backward pass sees the new version and refuses to use the changed value", with no
+    word on `.data`: a write through t.data into the input sin saved."""
+    out = torch.sin(case.tensor)
+    case.tensor.data.add_(1.0)
+    try:
+        out.sum().backward()
+    except RuntimeError as error:
+        return "modified by an inplace operation" in str(error)
+    return False
+
+
+def test_s4_21_a_write_through_data_into_a_saved_tensor_goes_unnoticed(real_claims):
+    replay(real_claims, "how-to/stop-gradients", "If the graph saved the tensor you modify",
+           a_write_into_a_saved_tensor_always_raises, non_leaf_inputs(), fails_on="randn(3, 2")
+
+
+GRADCHECK_STATES = {"freshly compiled": None,
+                    "a training step on plain data, batch 4": (False, 4),
+                    "a training step on plain data, batch 2": (False, 2),
+                    "a training step on plain data, batch 16": (False, 16),
+                    "a training step on inputs that require grad, batch 4": (True, 4),
+                    "a training step on inputs that require grad, batch 16": (True, 16)}
+GRADCHECK_AFTER_TRAINING = st.sampled_from(list(GRADCHECK_STATES))
+GRADCHECK_AFTER_TRAINING.family_name = ("an MLP under torch.compile(backend=\"aot_eager\"), fresh or "
+                                        "after one training step, checked at batch 4")
+
+
+
+def compiled_mlp_after(state):
+    """check-gradients.md's float64 tanh MLP under aot_eager, compiled anew, after the
+    training step ``state`` names (if any), and gradcheck's (4, 2) input."""
+    step = GRADCHECK_STATES[state]
+    generator = torch.Generator().manual_seed(0)
+    eager = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1)).double()
+    inputs = torch.randn(4, 2, dtype=torch.float64, generator=generator, requires_grad=True)
+    torch._dynamo.reset()
+    compiled = torch.compile(eager, backend="aot_eager")
+    if step is not None:
+        batch = torch.randn(step[1], 2, dtype=torch.float64, generator=generator, requires_grad=step[0])
+        compiled(batch).sum().backward()
+    return compiled, inputs
+
+def gradcheck_raises_after_any_training_step(state) -> bool:
+    """Rows 1-2, check-gradients.md (f7cafa7:426-428): "when the function was first
+    compiled by a training step (a forward pass and `backward()`), `gradcheck` raises
+    too", read of the usual step, on plain data of gradcheck's batch size."""
+    if GRADCHECK_STATES[state] is None:
+        return True
+    compiled, inputs = compiled_mlp_after(state)
+    try:
+        torch.autograd.gradcheck(compiled, (inputs,))
+    except RuntimeError as error:
+        return "donated buffers" in str(error)
+    return False
+
+
+def test_howto39_1_gradcheck_passes_after_a_training_step_on_plain_data(real_claims):
+    replay(real_claims, "how-to/check-gradients", "`gradcheck` passes on a freshly compiled function",
+           gradcheck_raises_after_any_training_step, GRADCHECK_AFTER_TRAINING,
+           fails_on="plain data, batch 4")
+
+
+NO_GRAD_VIEWS = {"t[:1]": lambda t: t[:1], "t.view(-1)": lambda t: t.view(-1),
+                 "t.unsqueeze(0)": lambda t: t.unsqueeze(0), "t.t()": lambda t: t.t(),
+                 "t.expand(2, 3, 2)": lambda t: t.expand(2, 3, 2), "t.select(0, 1)": lambda t: t.select(0, 1),
+                 "t.split(1)[0]": lambda t: t.split(1)[0], "t.diagonal()": torch.diagonal}
+NO_GRAD_VIEW_FAMILY = st.sampled_from(sorted(NO_GRAD_VIEWS))
+NO_GRAD_VIEW_FAMILY.family_name = "views: slicing, view, unsqueeze, t, expand, select, split, diagonal"
+NO_GRAD_VIEW_BASES = st.sampled_from(["a leaf", "a non-leaf (leaf * 2)"])
+NO_GRAD_VIEW_BASES.family_name = "inputs that require grad"
+
+
+def no_grad_outputs_never_require_grad(view, base_kind) -> bool:
+    """s6, stop-gradients.md (f7cafa7:344-345): "Inside `torch.no_grad`, operations are
+    not recorded: their outputs have `requires_grad=False` and no `grad_fn`, even when
+    their inputs require grad". A view of such an input keeps requires_grad=True."""
+    leaf = torch.randn(3, 2, requires_grad=True)
+    t = leaf if base_kind == "a leaf" else leaf * 2
+    with torch.no_grad():
+        out = NO_GRAD_VIEWS[view](t)
+    return not out.requires_grad and out.grad_fn is None
+
+
+def test_s6_no_grad_views_of_inputs_that_require_grad_keep_the_flag(real_claims):
+    replay(real_claims, "how-to/stop-gradients", "A view of an input that requires grad",
+           no_grad_outputs_never_require_grad, NO_GRAD_VIEW_FAMILY, NO_GRAD_VIEW_BASES, fails_on="t")
+
+
+from second_backward import summed_chain  # noqa: E402
+
+
+def a_second_backward_always_fails(chain) -> bool:
+    """s6, accumulate-zero-and-reuse-gradients.md (f7cafa7:866-867): "A backward pass
+    frees the intermediate values the graph saved, so a second backward through the
+    same part of the graph fails", of any graph: one that saved nothing runs twice."""
+    out = summed_chain(chain, torch.tensor([0.5, 1.0, 2.0, 3.0], requires_grad=True))
+    out.backward()
+    try:
+        out.backward()
+    except RuntimeError as error:
+        return "a second time" in str(error)
+    return False
+
+
+def test_s6_a_graph_that_saved_nothing_runs_backward_twice(real_claims):
+    replay(real_claims, "how-to/accumulate-zero-and-reuse-gradients",
+           "so a second backward through a part of the graph that saved one fails",
+           a_second_backward_always_fails, operation_chains(), fails_on="[")
+
+
+INFERENCE_VIEW_BASES = st.sampled_from(["a leaf", "a tensor that does not require grad"])
+INFERENCE_VIEW_BASES.family_name = "normal tensors"
+
+
+def every_result_of_inference_mode_is_an_inference_tensor(view, base_kind) -> bool:
+    """s6, stop-gradients.md (f7cafa7:53, 501-502): `inference_mode` gives "*inference
+    tensors*: no graph, no version counter", of every operation in the block. A view of
+    a normal tensor taken there stays normal, with a version counter and its base."""
+    leaf = torch.randn(3, 2, requires_grad=True)
+    base = leaf if base_kind == "a leaf" else (leaf * 2).detach()
+    with torch.inference_mode():
+        viewed = NO_GRAD_VIEWS[view](base)
+    return viewed.is_inference()
+
+
+def test_s6_inference_mode_views_of_normal_tensors_stay_normal(real_claims):
+    replay(real_claims, "how-to/stop-gradients", "A view of a normal tensor taken inside the block",
+           every_result_of_inference_mode_is_an_inference_tensor, NO_GRAD_VIEW_FAMILY, INFERENCE_VIEW_BASES,
+           fails_on="t")
