@@ -385,3 +385,10 @@ FAMILIES = (elementwise_maps, permutations, permutation_maps, linear_maps, mixin
 
 if __name__ == "__main__":
     main()
+
+
+@named("batches of 2 to 4 random normal seeds v, not unit vectors (count, generator seed)")
+def seed_batches() -> st.SearchStrategy[tuple[int, int]]:
+    """How many seeds to stack for one batched backward, and the generator seed to draw
+    them from: seeds that are not unit vectors, so vᵀJ is not a row of J."""
+    return st.tuples(st.integers(2, 4), SEEDS).map(tuple)  # a fresh strategy: tuples() is cached
