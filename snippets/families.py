@@ -392,3 +392,12 @@ def seed_batches() -> st.SearchStrategy[tuple[int, int]]:
     """How many seeds to stack for one batched backward, and the generator seed to draw
     them from: seeds that are not unit vectors, so vᵀJ is not a row of J."""
     return st.tuples(st.integers(2, 4), SEEDS).map(tuple)  # a fresh strategy: tuples() is cached
+
+
+def labelled(strategy: st.SearchStrategy, family: str) -> st.SearchStrategy:
+    """``strategy`` under a reader's name for the reveal ("batch sizes 2 to 12"), as a
+    fresh strategy drawing the same values: Hypothesis caches ``st.integers(2, 12)`` and
+    kin, so naming the cached one would rename it in every other check of the page."""
+    fresh = strategy.map(lambda value: value)
+    fresh.family_name = family
+    return fresh
