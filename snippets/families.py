@@ -374,6 +374,13 @@ def shaped_maps(draw) -> ShapedMap:
     return ShapedMap(f"sin(A x): {x_shape} -> {y_shape}", A, x_shape, y_shape)
 
 
+@named("batches of 2 to 4 random normal seeds v, not unit vectors (count, generator seed)")
+def seed_batches() -> st.SearchStrategy[tuple[int, int]]:
+    """How many seeds to stack for one batched backward, and the generator seed to draw
+    them from: seeds that are not unit vectors, so vᵀJ is not a row of J."""
+    return st.tuples(st.integers(2, 4), SEEDS).map(tuple)  # a fresh strategy: tuples() is cached
+
+
 def labelled(strategy: st.SearchStrategy, name: str) -> st.SearchStrategy:
     """``strategy`` drawing the same members, shown to readers as ``name`` (a check's
     record names its families). A fresh object: Hypothesis caches ``st.integers(0, 12)``

@@ -1937,3 +1937,62 @@ def test_s6_inference_mode_views_of_normal_tensors_stay_normal(real_claims):
     replay(real_claims, "how-to/stop-gradients", "A view of a normal tensor taken inside the block",
            every_result_of_inference_mode_is_an_inference_tensor, NO_GRAD_VIEW_FAMILY, INFERENCE_VIEW_BASES,
            fails_on="t")
+
+
+# -- s6-g: audit rows #13 and #18, and the inner jacfwd's randomness (s5 how-to 3-5) --
+
+from families import linear_maps, seed_batches  # noqa: E402
+
+
+def batched_seeds_give_the_rows_of_J(fmap, seed_batch) -> bool:
+    """#13, get-a-full-jacobian-or-hessian: "`torch.autograd.grad` returns the rows of J,
+    whatever seeds you pass", which the old check (seeds torch.eye(3) only, where each
+    vᵀJ is a row) could not tell from one vᵀJ per seed."""
+    count, seed = seed_batch
+    at = fmap.point()
+    leaf = at.clone().requires_grad_(True)
+    out = fmap(leaf)
+    seeds = torch.randn(count, *out.shape, dtype=at.dtype,
+                        generator=torch.Generator().manual_seed(seed))
+    (batched,) = torch.autograd.grad(out, leaf, seeds, is_grads_batched=True)
+    J = torch.autograd.functional.jacobian(fmap, at)
+    rows = min(count, J.shape[0])
+    return torch.allclose(batched[:rows], J[:rows])
+
+
+def test_13_batched_seeds_give_one_vjp_each_not_the_rows(real_claims):
+    replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "With the classic API the same trick",
+           batched_seeds_give_the_rows_of_J,
+           st.one_of(vector_maps(), linear_maps(m=st.integers(1, 5))), seed_batches(), fails_on="")
+
+
+def seed_e1_gives_0_1_x2_plus_3(point) -> bool:
+    """#18, backpropagate-from-a-non-scalar-output: the gradient of y_1 = x_1 + x_2^2 as
+    "(0, 1, x_2 + 3)", which equals (0, 1, 2 x_2) at the page's x_2 = 3 only."""
+    leaf = point.clone().requires_grad_(True)
+    torch.stack([leaf[0] * leaf[1], leaf[1] + leaf[2] ** 2]).backward(
+        torch.tensor([0.0, 1.0], dtype=point.dtype))
+    return torch.allclose(leaf.grad, torch.stack([point[2] * 0, point[2] * 0 + 1, point[2] + 3]))
+
+
+def test_18_the_row_formula_is_checked_at_more_than_x2_3(real_claims):
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output", "That is row 1 of $J$",
+           seed_e1_gives_0_1_x2_plus_3, points(n=3), fails_on="")
+
+
+def different_on_the_inner_jacfwd_keeps_one_mask(setting) -> bool:
+    """s5 how-to rows 3-5, differentiate-a-network-output: "keep the masks with
+    `randomness=` on `vmap` and on `jacfwd`", read as "different" on both (the old check's
+    Linear(1, 16) pushes one tangent, so it could not tell): each sample's Hessian would
+    then come from one mask, hence be symmetric."""
+    first, activation, last = setting.model
+    dropped = torch.nn.Sequential(first, activation, torch.nn.Dropout(0.5), last).train()
+    H = torch.func.vmap(torch.func.jacfwd(torch.func.jacrev(dropped), randomness="different"),
+                        randomness="different")(setting.inputs.detach())
+    return torch.allclose(H, H.transpose(-1, -2))
+
+
+def test_s5_inner_jacfwd_randomness_must_be_same(real_claims):
+    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
+           'Keep `"same"` on the inner `jacfwd`', different_on_the_inner_jacfwd_keeps_one_mask,
+           multi_feature_inputs(features=st.integers(2, 3)), fails_on="")
