@@ -78,10 +78,9 @@ def curved_sums():
 
 def point_seeds():
     """Strategy of the seeds ``Map.point`` draws the point t from, named as such."""
-    from families import named
-    from hypothesis import strategies as st
+    from families import SEEDS, labelled
 
-    return named("seeds of the point t")(st.integers)(0, 2**31 - 1)
+    return labelled("seeds of the point t", SEEDS)
 
 
 def cannot_be_differentiated_again(g, seed) -> bool:

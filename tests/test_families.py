@@ -263,3 +263,15 @@ def test_a_shaped_map_has_its_closed_form_jacobian_in_y_shape_plus_x_shape(f):
 def test_shaped_maps_hold_0_d_and_multi_dimensional_inputs_and_outputs():
     assert member(families.shaped_maps(), lambda f: f.x_shape == () and len(f.y_shape) >= 2)
     assert member(families.shaped_maps(), lambda f: len(f.x_shape) >= 2 and f.y_shape == ())
+
+
+def test_labelled_names_a_fresh_strategy_that_draws_the_same():
+    """Hypothesis caches st.integers(1, 4): labelling must not rename the cached one
+    (every other check drawing from it), and must not change what a check draws."""
+    from oracle import family_name
+
+    first = families.labelled("calls, 1 to 4", st.integers(1, 4))
+    second = families.labelled("tangents, 1 to 4", st.integers(1, 4))
+    assert [family_name(first), family_name(second)] == ["calls, 1 to 4", "tangents, 1 to 4"]
+    assert family_name(st.integers(1, 4)) == "integers from 1 to 4"
+    assert families.members(first, 8) == families.members(st.integers(1, 4), 8)

@@ -1536,12 +1536,12 @@ def retain_graph_in_the_loop_gives_stale_gradients_or_raises(w0, steps) -> bool:
 
 
 def test_s6_3_retain_graph_in_the_loop_gives_the_full_gradient(real_claims):
-    from families import named
+    from families import labelled
 
     replay(real_claims, "reference/error-messages", "This is truncated backpropagation through time:",
            retain_graph_in_the_loop_gives_stale_gradients_or_raises,
-           named("weights w from 0.2 to 2")(st.floats)(0.2, 2.0),
-           named("loops of 2 to 4 iterations")(st.integers)(2, 4), fails_on="")
+           labelled("weights w from 0.2 to 2", st.floats(0.2, 2.0)),
+           labelled("loops of 2 to 4 iterations", st.integers(2, 4)), fails_on="")
 
 
 def penalty_through_a_compiled_critic_trains(setting) -> bool:
@@ -1580,9 +1580,9 @@ def two_create_graph_calls_pile_3x2_plus_6x2(at) -> None:
 
 
 def test_s6_piled_grad_is_not_3x2_plus_6x2(real_claims):
-    from families import named
+    from families import labelled
 
     replay(real_claims, "reference/error-messages", "`x.grad` ends as $3x^2 + 6x$, neither derivative",
            two_create_graph_calls_pile_3x2_plus_6x2,
-           named("x from 0.25 to 3, and -3 to -0.25")(st.one_of)(st.floats(0.25, 3.0), st.floats(-3.0, -0.25)),
+           labelled("x from 0.25 to 3, and -3 to -0.25", st.floats(0.25, 3.0) | st.floats(-3.0, -0.25)),
            fails_on="", because="3x² + 6x²")
