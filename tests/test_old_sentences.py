@@ -1586,3 +1586,20 @@ def test_s6_piled_grad_is_not_3x2_plus_6x2(real_claims):
            two_create_graph_calls_pile_3x2_plus_6x2,
            labelled("x from 0.25 to 3, and -3 to -0.25", st.floats(0.25, 3.0) | st.floats(-3.0, -0.25)),
            fails_on="", because="3x² + 6x²")
+
+
+def blitz_a_grad_is_45a_minus_54(n, seed) -> None:
+    """Self-audit, look-up.md: the blitz sentence's "a.grad = 9a²" was pinned by the
+    values at a = (2, 3) only, which 45a - 54 also gives. The family tells them apart."""
+    generator = torch.Generator().manual_seed(seed)
+    a = torch.randn(n, dtype=torch.float64, generator=generator).requires_grad_()
+    (3 * a ** 3).backward(torch.ones(n, dtype=torch.float64))
+    check_close(a.grad, 45 * a.detach() - 54, "a.grad = 45a - 54")
+
+
+def test_s6_blitz_a_grad_is_not_45a_minus_54(real_claims):
+    from families import labelled
+
+    replay(real_claims, "reference/look-up-the-questions-people-ask", "`a.grad` $= 9a^2$",
+           blitz_a_grad_is_45a_minus_54, labelled("lengths n of a and b, 1 to 5", st.integers(1, 5)),
+           labelled("seeds of a and b", SEEDS), fails_on="", because="45a - 54")
