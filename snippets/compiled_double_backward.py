@@ -54,3 +54,39 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+# For the pages' "cannot be differentiated again" sentences: functions whose
+# second derivative is not zero, so a second grad has something to find.
+CURVED = ("sin(x)", "tanh(x)", "exp(x)", "x**2", "x**3 - x", "sigmoid(x)", "softplus(x)")
+
+
+def curved_sums():
+    """Strategy of ``g(t).sum()`` for an elementwise g with g'' not 0, on t of
+    length 2 to 6 (``Map.point`` gives t)."""
+    from families import ELEMENTWISE, SIZES, Map, named
+    from hypothesis import strategies as st
+
+    @named("g(t).sum() for g in " + ", ".join(CURVED) + "; t of length 2 to 6")
+    @st.composite
+    def draw_one(draw) -> Map:
+        name, n = draw(st.sampled_from(CURVED)), draw(SIZES)
+        return Map(f"{name} summed", lambda t: ELEMENTWISE[name](t).sum(), n, "curved")
+
+    return draw_one()
+
+
+def point_seeds():
+    """Strategy of the seeds ``Map.point`` draws the point t from, named as such."""
+    from families import SEEDS, labelled
+
+    return labelled(SEEDS, "seeds of the point t")
+
+
+def cannot_be_differentiated_again(g, seed) -> bool:
+    """For a member of ``curved_sums``: eager mode's second grad is a tensor, and the
+    second grad through the compiled g raises one of the two messages."""
+    at = g.point(seed).requires_grad_(True)
+    compiled = second_grad_through_compile(g, at)
+    return (isinstance(second_grad_through_compile(g, at, compiled=False), torch.Tensor)
+            and isinstance(compiled, str) and compiled.startswith((DOUBLE_BACKWARD, NOT_USED)))

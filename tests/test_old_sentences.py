@@ -1996,3 +1996,109 @@ def test_s5_inner_jacfwd_randomness_must_be_same(real_claims):
     replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
            'Keep `"same"` on the inner `jacfwd`', different_on_the_inner_jacfwd_keeps_one_mask,
            multi_feature_inputs(features=st.integers(2, 3)), fails_on="")
+
+
+# -- s6 self-audit: compiled double backward, a carried loop state, x³'s piled grad ------
+
+def compiling_a_disabled_function_differentiates_twice(g, seed) -> bool:
+    """Row 1, error-messages.md: "or wrap it in torch.compiler.disable", read as
+    disable(f) then torch.compile: the second grad would be a tensor. It raises."""
+    from compiled_double_backward import second_grad_through_compile
+
+    at = g.point(seed).requires_grad_(True)
+    return isinstance(second_grad_through_compile(torch.compiler.disable(g), at), torch.Tensor)
+
+
+def test_s6_1_compiling_a_disabled_function_still_raises(real_claims):
+    from compiled_double_backward import curved_sums, point_seeds
+
+    replay(real_claims, "reference/error-messages", "**Fix:** take the derivatives that are differentiated",
+           compiling_a_disabled_function_differentiates_twice, curved_sums(), point_seeds(),
+           fails_on="summed")
+
+
+def retain_graph_in_the_loop_gives_stale_gradients_or_raises(w0, steps) -> bool:
+    """Rows 3-4, error-messages.md: "retain_graph=True would only trade this error for
+    stale gradients or an in-place error". With no optimizer step it raises nothing,
+    and w.grad is the full gradient of the summed losses."""
+    w = torch.tensor(w0, dtype=torch.float64, requires_grad=True)
+    state, total = torch.tensor(1.0, dtype=torch.float64), 0
+    try:
+        for _step in range(steps):
+            state = torch.tanh(w * state)
+            total = total + state
+            state.backward(retain_graph=True)
+    except RuntimeError:
+        return True
+    (full,) = torch.autograd.grad(total, w)
+    return not torch.allclose(w.grad, full)
+
+
+def test_s6_3_retain_graph_in_the_loop_gives_the_full_gradient(real_claims):
+    from families import labelled
+
+    replay(real_claims, "reference/error-messages", "This is truncated backpropagation through time:",
+           retain_graph_in_the_loop_gives_stale_gradients_or_raises,
+           labelled(st.floats(0.2, 2.0), "weights w from 0.2 to 2"),
+           labelled(st.integers(2, 4), "loops of 2 to 4 iterations"), fails_on="")
+
+
+def penalty_through_a_compiled_critic_trains(setting) -> bool:
+    """Row 7, look-up.md: the WGAN-GP answer named batch norm as the only setting to
+    avoid, so a compiled critic would train with the penalty. Its backward raises."""
+    import copy
+
+    torch._dynamo.reset()  # past the recompile limit a compiled module would run eagerly
+    critic = torch.compile(copy.deepcopy(setting.model._orig_mod), backend="aot_eager")
+    x_hat = setting.inputs.detach().requires_grad_()
+    scores = critic(x_hat)
+    (gradients,) = torch.autograd.grad(scores, x_hat, torch.ones_like(scores), create_graph=True)
+    try:
+        ((gradients.norm(dim=1) - 1) ** 2).mean().backward()
+    except RuntimeError:
+        return False
+    return True
+
+
+def test_s6_7_the_penalty_through_a_compiled_critic_raises(real_claims):
+    replay(real_claims, "reference/look-up-the-questions-people-ask", "And do not compute the\npenalty",
+           penalty_through_a_compiled_critic_trains, compiled_modules(), fails_on="compiled MLP")
+
+
+def two_create_graph_calls_pile_3x2_plus_6x2(at) -> None:
+    """Self-audit, error-messages.md: "`x.grad` ends as 3x² + 6x" was checked at x = 1
+    only, where 3x² + 6x² is the same 9. The family tells them apart."""
+    import warnings
+
+    leaf = torch.tensor(at, dtype=torch.float64, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        (leaf ** 3).backward(create_graph=True)
+        leaf.grad.backward(create_graph=True)
+    check_close(leaf.grad, torch.tensor(3 * at ** 2 + 6 * at ** 2, dtype=torch.float64), "3x² + 6x²")
+
+
+def test_s6_piled_grad_is_not_3x2_plus_6x2(real_claims):
+    from families import labelled
+
+    replay(real_claims, "reference/error-messages", "`x.grad` ends as $3x^2 + 6x$, neither derivative",
+           two_create_graph_calls_pile_3x2_plus_6x2,
+           labelled(st.floats(0.25, 3.0) | st.floats(-3.0, -0.25), "x from 0.25 to 3, and -3 to -0.25"),
+           fails_on="", because="3x² + 6x²")
+
+
+def blitz_a_grad_is_45a_minus_54(n, seed) -> None:
+    """Self-audit, look-up.md: the blitz sentence's "a.grad = 9a²" was pinned by the
+    values at a = (2, 3) only, which 45a - 54 also gives. The family tells them apart."""
+    generator = torch.Generator().manual_seed(seed)
+    a = torch.randn(n, dtype=torch.float64, generator=generator).requires_grad_()
+    (3 * a ** 3).backward(torch.ones(n, dtype=torch.float64))
+    check_close(a.grad, 45 * a.detach() - 54, "a.grad = 45a - 54")
+
+
+def test_s6_blitz_a_grad_is_not_45a_minus_54(real_claims):
+    from families import labelled
+
+    replay(real_claims, "reference/look-up-the-questions-people-ask", "`a.grad` $= 9a^2$",
+           blitz_a_grad_is_45a_minus_54, labelled(st.integers(1, 5), "lengths n of a and b, 1 to 5"),
+           labelled(SEEDS, "seeds of a and b"), fails_on="", because="45a - 54")
