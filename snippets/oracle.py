@@ -349,9 +349,10 @@ def _strategy_words(call: ast.expr) -> str:
     return kind.replace("_", " ")
 
 
-# How many members a record lists by name: the first ones Hypothesis draws are
-# its simplest (the ends of a range, the first of a list), the cases it tries first.
+# How many members a record lists by name (the first Hypothesis drew), and how much of
+# each: enough to tell "tensor([0., 0.], dtype=torch.float16)" from its float32 twin.
 MEMBERS_LISTED = 6
+MEMBER_WIDTH = 80
 
 
 def _members(drawn: list[tuple]) -> dict:
@@ -359,7 +360,7 @@ def _members(drawn: list[tuple]) -> dict:
     and the smallest and largest number drawn, in short."""
     # Told apart in full, shown short: members that differ past the cut still count.
     distinct = list(dict.fromkeys(tuple(map(_member, members)) for members in drawn))
-    shown = [", ".join(_short(m, 40) for m in members) for members in distinct]
+    shown = [", ".join(_short(m, MEMBER_WIDTH) for m in members) for members in distinct]
     numbers = [m for members in drawn for m in members
                if isinstance(m, (int, float)) and not isinstance(m, bool)]
     ends = {"smallest": repr(min(numbers)), "largest": repr(max(numbers))} if numbers else {}

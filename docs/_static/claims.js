@@ -136,8 +136,11 @@
     if (claim.drawn) {
       var ends = "smallest" in claim ? " Numbers drawn ran from " + claim.smallest + " to " +
                                        claim.largest + "." : "";
-      add(detail, "p", "", "Members drawn first (the simplest cases): " +
-          claim.drawn.join("; ") + "." + ends);
+      // Hypothesis draws its first members from across the family, not in order of size.
+      var count = claim.members || claim.examples;
+      var listed = claim.drawn.length < count ? "The first " + claim.drawn.length + " of the " +
+                   count + " members drawn: " : "The members drawn: ";
+      add(detail, "p", "", listed + claim.drawn.join("; ") + "." + ends);
     }
     if (claim.outside.length) {
       add(detail, "p", "claim-outside", "Not checked: no check quotes these words of the " +
