@@ -2102,3 +2102,24 @@ def test_s6_blitz_a_grad_is_not_45a_minus_54(real_claims):
     replay(real_claims, "reference/look-up-the-questions-people-ask", "`a.grad` $= 9a^2$",
            blitz_a_grad_is_45a_minus_54, labelled(st.integers(1, 5), "lengths n of a and b, 1 to 5"),
            labelled(SEEDS, "seeds of a and b"), fails_on="", because="45a - 54")
+
+
+# -- Issue 37, s6 audit rows #16, #35, #40, #22 (seed 20261208) ------------------------
+
+def any_seed_with_as_many_entries_as_y_is_taken(shapes) -> bool:
+    """Audit row 16, compute-your-first-jacobian.md: "v has the shape of y" was never
+    tried; read as "as many entries as y", backward refuses (3, 1) and (1, 3) for a y
+    of shape (3,)."""
+    from seed_properties import y_and_seeds
+
+    _x, y, _seed, reshaped = y_and_seeds(shapes)
+    y.backward(reshaped)
+    return True
+
+
+def test_s6_audit16_a_seed_needs_the_shape_of_y_not_its_entries(real_claims):
+    from seed_properties import seed_shapes
+
+    replay(real_claims, "tutorial/compute-your-first-jacobian",
+           "where the {term}`seed` $v$ has the shape of $y$", any_seed_with_as_many_entries_as_y_is_taken,
+           seed_shapes(), fails_on="", because="Mismatch in shape")
