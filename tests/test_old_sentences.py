@@ -2123,3 +2123,20 @@ def test_s6_audit16_a_seed_needs_the_shape_of_y_not_its_entries(real_claims):
     replay(real_claims, "tutorial/compute-your-first-jacobian",
            "where the {term}`seed` $v$ has the shape of $y$", any_seed_with_as_many_entries_as_y_is_taken,
            seed_shapes(), fails_on="", because="Mismatch in shape")
+
+
+def test_s6_audit35_accumulates_is_checked_onto_a_filled_grad(real_claims):
+    """Audit row 35, use-python-control-flow-in-a-dynamic-graph.md: "`backward`
+    accumulates vᵀJ" was checked on fresh leaves, where writing vᵀJ over x.grad gives
+    the same numbers. Both checks now start from a filled x.grad and subtract it."""
+    found = [r for r in _records_quoting(real_claims, "explanation/use-python-control-flow-in-a-dynamic-graph",
+                                         "`backward` accumulates $v^\\top J$") if r["check"] == "check_close"]
+    assert len(found) == 2 and all("onto_prefilled" in r["compared"] for r in found), found
+    prefilled = torch.tensor([100.0, -10.0, 1.0], dtype=torch.float64)
+    x = torch.tensor([1.0, 2.0, 0.5], dtype=torch.float64, requires_grad=True)
+    x.grad = prefilled.clone()
+    x.cumsum(0).backward(torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64))
+    v_J = torch.tensor([6.0, 5.0, 3.0], dtype=torch.float64)  # the page's cumsum answer
+    with pytest.raises(ClaimFailed):  # the edit "writes vᵀJ into x.grad, replacing what was there"
+        check_close(x.grad, v_J, "backward replaces x.grad with vᵀJ")
+    check_close(x.grad - prefilled, v_J, "backward adds vᵀJ")
