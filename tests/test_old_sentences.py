@@ -2140,3 +2140,22 @@ def test_s6_audit35_accumulates_is_checked_onto_a_filled_grad(real_claims):
     with pytest.raises(ClaimFailed):  # the edit "writes vᵀJ into x.grad, replacing what was there"
         check_close(x.grad, v_J, "backward replaces x.grad with vᵀJ")
     check_close(x.grad - prefilled, v_J, "backward adds vᵀJ")
+
+
+def every_move_is_a_non_leaf_copy(case) -> bool:
+    """Audit row 40, get-gradients-of-intermediate-tensors.md: "whether or not it changed
+    the device or dtype, you hold a non-leaf copy": x.float(), x.to(float32) and
+    x.to('cpu') on a float32 CPU leaf return the leaf itself."""
+    return not case.tensor.is_leaf
+
+
+def test_s6_audit40_a_move_that_changes_nothing_returns_the_leaf(real_claims):
+    from reader_settings import MOVES, moved_leaves
+
+    quote = "**`.to()`, `.cuda()` or `.double()` after `requires_grad=True`**"
+    replay(real_claims, "how-to/get-gradients-of-intermediate-tensors", quote, every_move_is_a_non_leaf_copy,
+           moved_leaves(), fails_on="x.to(float32)")
+    [record] = [r for r in _records_quoting(real_claims, "how-to/get-gradients-of-intermediate-tensors", quote)
+                if r["check"] == "check_property"]
+    # Every move ran, and the reveal names each one whole (not "...then x.").
+    assert record["members"] == len(MOVES) and set(record["drawn"]) <= set(MOVES), record
