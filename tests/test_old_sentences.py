@@ -2159,3 +2159,21 @@ def test_s6_audit40_a_move_that_changes_nothing_returns_the_leaf(real_claims):
                 if r["check"] == "check_property"]
     # Every move ran, and the reveal names each one whole (not "...then x.").
     assert record["members"] == len(MOVES) and set(record["drawn"]) <= set(MOVES), record
+
+
+def test_s6_audit22_the_plain_tensor_clause_is_shown_by_plain(real_claims):
+    """Audit reveal #22, penalize-the-gradient-with-respect-to-the-inputs.md: "without it
+    the result is a plain tensor" was revealed by the create_graph=True check."""
+    [record] = _records_quoting(real_claims, "how-to/penalize-the-gradient-with-respect-to-the-inputs",
+                                "without it the result is a plain tensor")
+    assert "plain.requires_grad" in record["compared"] and "through_gradients" not in record["compared"], record
+
+
+@pytest.mark.parametrize("page", ["tutorial/compute-your-first-jacobian",
+                                  "explanation/use-python-control-flow-in-a-dynamic-graph",
+                                  "how-to/get-gradients-of-intermediate-tensors",
+                                  "how-to/penalize-the-gradient-with-respect-to-the-inputs"])
+def test_s6_audit_families_say_what_each_integer_is(real_claims, page):
+    """s6 audit reveals: families shown as bare "integers from 0 to 2147483647"."""
+    named = [name for r in real_claims[page] if r["check"] == "check_property" for name in r["families"]]
+    assert named and not [name for name in named if name.startswith("integers from")], named
