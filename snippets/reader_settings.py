@@ -154,7 +154,8 @@ def compiled_modules(draw) -> Setting:
 
 @dataclass(frozen=True)
 class NonLeaf:
-    """A tensor made from a leaf by an operation readers do not see as one."""
+    """A tensor made from a leaf by an operation readers do not see as one (or, for a
+    move that changes nothing, the leaf itself)."""
 
     name: str
     leaf: torch.Tensor = field(repr=False, compare=False)
@@ -184,6 +185,33 @@ def non_leaf_inputs(draw) -> NonLeaf:
     return NonLeaf(f"randn(3, 2, requires_grad=True) then {way}", leaf, NON_LEAF_WAYS[way](leaf))
 
 
+# .to(), .float(), .double() on a float32 CPU leaf x: a copy when the dtype or device
+# changes, and x itself (still a leaf) when nothing changes. With no GPU here, the
+# device change is to "meta" (a tensor without data: backward cannot run through it).
+MOVES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "x.to('meta')": lambda x: x.to("meta"),
+    "x.to(float64)": lambda x: x.to(torch.float64),
+    "x.double()": lambda x: x.double(),
+    "x.to('cpu', float64)": lambda x: x.to("cpu", torch.float64),
+    "x.to(float32)": lambda x: x.to(torch.float32),
+    "x.float()": lambda x: x.float(),
+    "x.to('cpu')": lambda x: x.to("cpu"),
+}
+
+
+@named("x = randn(3, 2, requires_grad=True), float32 on the CPU, then .to(), .float() "
+       "or .double(): to another dtype or device, or to its own")
+def moved_leaves() -> st.SearchStrategy[NonLeaf]:
+    """A leaf moved as the checklist of "why is .grad None" says: each member named by
+    the call alone (a reveal shows it whole), the leaf fresh for every draw."""
+    return st.sampled_from(list(MOVES)).map(lambda way: _moved(way))
+
+
+def _moved(way: str) -> NonLeaf:
+    leaf = torch.randn(3, 2, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    return NonLeaf(way, leaf, MOVES[way](leaf))
+
+
 @named("vectors, rows (N, F) and image batches (B, C, H, W), with a dim of each")
 def shapes_and_dims() -> st.SearchStrategy[tuple[tuple[int, ...], int]]:
     """A shape a reader normalizes, and one of its dimensions (negative ones too):
@@ -196,7 +224,7 @@ def shapes_and_dims() -> st.SearchStrategy[tuple[tuple[int, ...], int]]:
 
 FAMILIES = (multi_feature_inputs, image_batches, sample_batches, train_mode_models,
             multi_term_losses, autocast_dtypes, compiled_modules, non_leaf_inputs,
-            shapes_and_dims)
+            moved_leaves, shapes_and_dims)
 
 
 def main() -> None:

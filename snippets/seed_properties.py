@@ -22,6 +22,7 @@ Run this file to check every property over its family.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import torch
@@ -447,6 +448,53 @@ def backward_accumulates_into_the_leaves_y_depends_on_differentiably(graph) -> b
     return True
 
 
+Y_SHAPES = [(3,), (2, 3), (4,), (2, 2, 2)]
+
+
+def _same_entries_other_shapes(shape: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """Seed shapes with as many entries as y's ``shape``, none of them ``shape``."""
+    n = math.prod(shape)
+    return sorted({(n,), (n, 1), (1, n), tuple(reversed(shape)), (*shape, 1)} - {shape})
+
+
+@named("y's shape (3,), (2, 3), (4,) or (2, 2, 2), and a seed's with as many entries: "
+       "(3, 1), (1, 3), y flattened, reversed or with a trailing 1")
+def seed_shapes() -> st.SearchStrategy[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """y's shape, and another shape with as many entries: a seed "with the shape of y"
+    is told apart from one with y's number of entries."""
+    return st.sampled_from(Y_SHAPES).flatmap(
+        lambda shape: st.tuples(st.just(shape), st.sampled_from(_same_entries_other_shapes(shape))))
+
+
+def _entries_of_y(n: int):
+    """y's n entries from a leaf of two: each mixes both (x0 x1 k + x0 + x1)."""
+    return lambda t: t.prod() * torch.arange(1.0, n + 1, dtype=t.dtype) + t.sum()
+
+
+def y_and_seeds(shapes: tuple[tuple[int, ...], tuple[int, ...]]):
+    """An output y of ``shapes[0]`` from a leaf of two entries, a seed of y's shape and
+    the same entries in ``shapes[1]``; y's graph is kept for a second backward."""
+    y_shape, other = shapes
+    x = torch.tensor([0.5, -1.5], dtype=torch.float64, requires_grad=True)
+    y = _entries_of_y(math.prod(y_shape))(x).reshape(y_shape)
+    seed = torch.linspace(-1.0, 2.0, math.prod(y_shape), dtype=torch.float64)
+    return x, y, seed.reshape(y_shape), seed.reshape(other)
+
+
+def backward_takes_a_seed_of_the_shape_of_y_only(shapes) -> None:
+    """A seed of y's shape gives vᵀJ; as many entries in another shape are refused."""
+    x, y, seed, reshaped = y_and_seeds(shapes)
+    y.backward(seed, retain_graph=True)
+    J = finite_difference_jacobian(_entries_of_y(seed.numel()), x.detach())
+    check_close(x.grad, seed.reshape(-1) @ J, f"{shapes}: a seed of y's shape gives vᵀJ", **TOL)
+    try:
+        y.backward(reshaped)
+    except RuntimeError as error:
+        assert "Mismatch in shape" in str(error), (shapes, str(error))
+    else:
+        raise AssertionError(f"{shapes}: a seed of shape {shapes[1]} was accepted")
+
+
 # Each property, its family and what it claims: the pages quote their own
 # sentences; running this file checks them all at once.
 PROPERTIES = [
@@ -474,6 +522,8 @@ PROPERTIES = [
     (backward_accumulates_into_the_leaves_y_depends_on_differentiably,
      leaf_graphs_with_cut_paths,
      "backward accumulates into the leaves y depends on differentiably"),
+    (backward_takes_a_seed_of_the_shape_of_y_only, seed_shapes,
+     "backward takes a seed of the shape of y, not only as many entries"),
 ]
 
 

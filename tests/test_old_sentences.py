@@ -2102,3 +2102,78 @@ def test_s6_blitz_a_grad_is_not_45a_minus_54(real_claims):
     replay(real_claims, "reference/look-up-the-questions-people-ask", "`a.grad` $= 9a^2$",
            blitz_a_grad_is_45a_minus_54, labelled(st.integers(1, 5), "lengths n of a and b, 1 to 5"),
            labelled(SEEDS, "seeds of a and b"), fails_on="", because="45a - 54")
+
+
+# -- Issue 37, s6 audit rows #16, #35, #40, #22 (seed 20261208) ------------------------
+
+def any_seed_with_as_many_entries_as_y_is_taken(shapes) -> bool:
+    """Audit row 16, compute-your-first-jacobian.md: "v has the shape of y" was never
+    tried; read as "as many entries as y", backward refuses (3, 1) and (1, 3) for a y
+    of shape (3,)."""
+    from seed_properties import y_and_seeds
+
+    _x, y, _seed, reshaped = y_and_seeds(shapes)
+    y.backward(reshaped)
+    return True
+
+
+def test_s6_audit16_a_seed_needs_the_shape_of_y_not_its_entries(real_claims):
+    from seed_properties import seed_shapes
+
+    replay(real_claims, "tutorial/compute-your-first-jacobian",
+           "where the {term}`seed` $v$ has the shape of $y$", any_seed_with_as_many_entries_as_y_is_taken,
+           seed_shapes(), fails_on="", because="Mismatch in shape")
+
+
+def test_s6_audit35_accumulates_is_checked_onto_a_filled_grad(real_claims):
+    """Audit row 35, use-python-control-flow-in-a-dynamic-graph.md: "`backward`
+    accumulates vᵀJ" was checked on fresh leaves, where writing vᵀJ over x.grad gives
+    the same numbers. Both checks now start from a filled x.grad and subtract it."""
+    found = [r for r in _records_quoting(real_claims, "explanation/use-python-control-flow-in-a-dynamic-graph",
+                                         "`backward` accumulates $v^\\top J$") if r["check"] == "check_close"]
+    assert len(found) == 2 and all("onto_prefilled" in r["compared"] for r in found), found
+    prefilled = torch.tensor([100.0, -10.0, 1.0], dtype=torch.float64)
+    x = torch.tensor([1.0, 2.0, 0.5], dtype=torch.float64, requires_grad=True)
+    x.grad = prefilled.clone()
+    x.cumsum(0).backward(torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64))
+    v_J = torch.tensor([6.0, 5.0, 3.0], dtype=torch.float64)  # the page's cumsum answer
+    with pytest.raises(ClaimFailed):  # the edit "writes vᵀJ into x.grad, replacing what was there"
+        check_close(x.grad, v_J, "backward replaces x.grad with vᵀJ")
+    check_close(x.grad - prefilled, v_J, "backward adds vᵀJ")
+
+
+def every_move_is_a_non_leaf_copy(case) -> bool:
+    """Audit row 40, get-gradients-of-intermediate-tensors.md: "whether or not it changed
+    the device or dtype, you hold a non-leaf copy": x.float(), x.to(float32) and
+    x.to('cpu') on a float32 CPU leaf return the leaf itself."""
+    return not case.tensor.is_leaf
+
+
+def test_s6_audit40_a_move_that_changes_nothing_returns_the_leaf(real_claims):
+    from reader_settings import MOVES, moved_leaves
+
+    quote = "**`.to()`, `.cuda()` or `.double()` after `requires_grad=True`**"
+    replay(real_claims, "how-to/get-gradients-of-intermediate-tensors", quote, every_move_is_a_non_leaf_copy,
+           moved_leaves(), fails_on="x.to(float32)")
+    [record] = [r for r in _records_quoting(real_claims, "how-to/get-gradients-of-intermediate-tensors", quote)
+                if r["check"] == "check_property"]
+    # Every move ran, and the reveal names each one whole (not "...then x.").
+    assert record["members"] == len(MOVES) and set(record["drawn"]) <= set(MOVES), record
+
+
+def test_s6_audit22_the_plain_tensor_clause_is_shown_by_plain(real_claims):
+    """Audit reveal #22, penalize-the-gradient-with-respect-to-the-inputs.md: "without it
+    the result is a plain tensor" was revealed by the create_graph=True check."""
+    [record] = _records_quoting(real_claims, "how-to/penalize-the-gradient-with-respect-to-the-inputs",
+                                "without it the result is a plain tensor")
+    assert "plain.requires_grad" in record["compared"] and "through_gradients" not in record["compared"], record
+
+
+@pytest.mark.parametrize("page", ["tutorial/compute-your-first-jacobian",
+                                  "explanation/use-python-control-flow-in-a-dynamic-graph",
+                                  "how-to/get-gradients-of-intermediate-tensors",
+                                  "how-to/penalize-the-gradient-with-respect-to-the-inputs"])
+def test_s6_audit_families_say_what_each_integer_is(real_claims, page):
+    """s6 audit reveals: families shown as bare "integers from 0 to 2147483647"."""
+    named = [name for r in real_claims[page] if r["check"] == "check_property" for name in r["families"]]
+    assert named and not [name for name in named if name.startswith("integers from")], named
