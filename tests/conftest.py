@@ -30,9 +30,8 @@ WORKSPACE = "AUTOGRAD_DOCS_TEST_WORKSPACE"
 # the test asks for a warm one: dozens of copies must not leave servers idling.
 os.environ["AUTOGRAD_DOCS_SERVER_IDLE"] = "0"
 # torch's OpenMP threads sleep when idle instead of spinning, in the workers and
-# in every process they start (readers' kernels and scripts, snippets): three
-# workers on two cores spin each other's time away (kernels/environment.py says
-# why the build's pages do the same). It changes no value computed.
+# in every process they start (readers' kernels and scripts, snippets), as the
+# build's pages do (kernels/environment.py says why). It changes no value computed.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 _made_here: list[str] = []  # the workspace this process made, to remove at the end
 
