@@ -9,9 +9,10 @@ start, so the fork server starts with them too.
 And torch's OpenMP threads wait passively: by default an idle worker (and the
 main thread at a barrier) spins before it sleeps, and with two readers' pages
 on two cores the spinning takes the core the other page needs. Measured, the
-pages' code in one warm process (bench/README.md): 4 to 8 times the CPU
-seconds when spinning. How the work is split between threads, and so every
-value computed, stays the same; libgomp reads the variable as torch loads.
+pages' code forked from one warm process (bench/README.md): 1.6 times the
+CPU seconds when spinning over all pages, 4 to 8 times on the two worst.
+How the work is split between threads, and so every value computed, stays
+the same; libgomp reads the variable as torch loads.
 """
 
 from __future__ import annotations
