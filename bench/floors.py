@@ -16,6 +16,7 @@ from pathlib import Path
 
 from autograd_docs.code_cells import code_cells
 from autograd_docs.devkit.executed import executed_pages
+from autograd_docs.kernels.environment import kernel_environment
 
 
 def page_scripts(repo: Path, out: Path) -> list[tuple[Path, Path]]:
@@ -65,7 +66,9 @@ def page_scripts(repo: Path, out: Path) -> list[tuple[Path, Path]]:
 
 
 def page_env(repo: Path) -> dict:
-    return {**os.environ, "PYTHONPATH": str(repo / "snippets"), "MPLBACKEND": "Agg"}
+    """The environment the build gives a page (its threads' waiting included:
+    the floor runs the same code the same way), with figures drawn off-screen."""
+    return {**os.environ, **kernel_environment(repo, repo / "snippets"), "MPLBACKEND": "Agg"}
 
 
 def floor_proc_total(repo: Path, scripts) -> float:

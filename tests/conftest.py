@@ -29,6 +29,10 @@ WORKSPACE = "AUTOGRAD_DOCS_TEST_WORKSPACE"
 # Every build a test runs ends its fork server with it (as `make test` does), unless
 # the test asks for a warm one: dozens of copies must not leave servers idling.
 os.environ["AUTOGRAD_DOCS_SERVER_IDLE"] = "0"
+# torch's OpenMP threads sleep when idle instead of spinning, in the workers and
+# in every process they start (readers' kernels and scripts, snippets), as the
+# build's pages do (kernels/environment.py says why). It changes no value computed.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 _made_here: list[str] = []  # the workspace this process made, to remove at the end
 
 

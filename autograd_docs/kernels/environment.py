@@ -5,6 +5,14 @@ A fixed str hash seed (sets print in one order), and for figures saved as SVG or
 PDF the commit's time instead of now and a fixed salt for SVG element ids (PNG,
 the inline default, carries neither). Both are read when Python and matplotlib
 start, so the fork server starts with them too.
+
+And torch's OpenMP threads wait passively: by default an idle worker (and the
+main thread at a barrier) spins before it sleeps, and with two readers' pages
+on two cores the spinning takes the core the other page needs. Measured, the
+pages' code forked from one warm process (bench/README.md): 1.6 times the
+CPU seconds when spinning over all pages, 4 to 8 times on the two worst.
+How the work is split between threads, and so every value computed, stays
+the same; libgomp reads the variable as torch loads.
 """
 
 from __future__ import annotations
@@ -47,4 +55,6 @@ def kernel_environment(repository: Path, snippets: Path | None = None) -> dict[s
         "MATPLOTLIBRC": str(MATPLOTLIBRC),
         "SOURCE_DATE_EPOCH": source_date_epoch(repository),
         PUBLISHED_WHEN: "1",  # quoting checks publish their records for the build
+        # Unless the builder chose a policy of their own.
+        "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),
     }
