@@ -2243,3 +2243,61 @@ def test_s6_r5_jvp_and_hessian_need_what_jacfwd_needs(real_claims):
            labelled(st.sampled_from(["no vmap support", "generate_vmap_rule = True", "a vmap static method"]),
                     "no vmap support, the generated rule, a vmap static method"),
            labelled(st.booleans(), "with or without a jvp static method"), fails_on="")
+
+
+def second_pass_raises_exactly_when_saved_for_backward(name) -> bool:
+    """R6/R7, misconceptions.md: "raises exactly when some operation in the graph saved
+    a tensor through autograd's saved-tensor mechanism: ... or `ctx.save_for_backward`
+    in a custom Function". A Function that saves and never reads runs twice."""
+    class SavesForBackward(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x**2
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return 2 * x * grad
+
+    class SavesButNeverReads(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return 2 * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            return 2 * grad
+
+    class KeepsAnAttribute(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.x = x.detach()
+            return x**2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return 2 * ctx.x * grad
+
+    function = {"saves and reads": SavesForBackward, "saves, never reads": SavesButNeverReads,
+                "keeps an attribute": KeepsAnAttribute}[name]
+    out = function.apply(torch.tensor([1., 2.], requires_grad=True)).sum()
+    out.backward()
+    try:
+        out.backward()
+    except RuntimeError:
+        raised = True
+    else:
+        raised = False
+    return raised == (name != "keeps an attribute")
+
+
+def test_s6_r6_saving_without_reading_does_not_raise(real_claims):
+    from families import labelled
+
+    replay(real_claims, "reference/misconceptions", "For a custom Function, that is when its `backward` reads",
+           second_pass_raises_exactly_when_saved_for_backward,
+           labelled(st.sampled_from(["keeps an attribute", "saves and reads", "saves, never reads"]),
+                    "Functions that save and read, save only, keep an attribute"),
+           fails_on="saves, never reads")
