@@ -2301,3 +2301,24 @@ def test_s6_r6_saving_without_reading_does_not_raise(real_claims):
            labelled(st.sampled_from(["keeps an attribute", "saves and reads", "saves, never reads"]),
                     "Functions that save and read, save only, keep an attribute"),
            fails_on="saves, never reads")
+
+
+def penalty_call_works_on_the_usual_x_hat(setting) -> bool:
+    """R8, look-up.md: "Compute it with `torch.autograd.grad(scores, x_hat, ...)`" with
+    no word on x_hat requiring grad: the usual x_hat, mixed from real samples and
+    detached fakes, does not, and the call raises."""
+    critic, real = setting.model, setting.inputs.detach()
+    fake = (0.5 * real.flip(0)).detach()
+    eps = torch.rand(real.shape[0], *[1] * (real.dim() - 1), dtype=real.dtype)
+    x_hat = eps * real + (1 - eps) * fake
+    scores = critic(x_hat)
+    try:
+        torch.autograd.grad(scores, x_hat, grad_outputs=torch.ones_like(scores), create_graph=True)
+    except RuntimeError:
+        return False
+    return True
+
+
+def test_s6_r8_x_hat_must_require_grad(real_claims):
+    replay(real_claims, "reference/look-up-the-questions-people-ask", "Make `x_hat` require grad first",
+           penalty_call_works_on_the_usual_x_hat, sample_batches(), fails_on="")
