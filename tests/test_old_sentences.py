@@ -482,29 +482,37 @@ def test_e2_log_softmax_overflows_when_the_logits_spread_past_float32(real_claim
            st.sampled_from([1.0, 1e4, 1e37, 3e37]), fails_on="3e+37")
 
 
+class Double(torch.autograd.Function):
+    """error-messages.md's Double, rewritten with setup_context: no vmap rule, no jvp."""
+    @staticmethod
+    def forward(t):
+        return 2 * t
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, grad):
+        return 2 * grad
+
+
+def summed(f):
+    return lambda t: f(t).sum()
+
+
+TRANSFORMS = {"grad": lambda f: torch.func.grad(summed(f)), "jacrev": torch.func.jacrev,
+              "jacfwd": torch.func.jacfwd, "vmap": torch.func.vmap,
+              "vmap(grad)": lambda f: torch.func.vmap(torch.func.grad(summed(f))),
+              "torch.func.jvp": lambda f: lambda t: torch.func.jvp(f, (t,), (torch.ones_like(t),))[1],
+              "hessian": lambda f: torch.func.hessian(summed(f))}
+
+
 def double_needs_the_rule_for_vmap_and_jacrev(transform) -> bool:
     """E1/C1, error-messages.md:1351-1353: "add `generate_vmap_rule = True` for `vmap`
     and `jacrev`": exactly those two refuse a Function without the rule."""
-    class Double(torch.autograd.Function):
-        @staticmethod
-        def forward(t):
-            return 2 * t
-
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            pass
-
-        @staticmethod
-        def backward(ctx, grad):
-            return 2 * grad
-
-    def summed(t):
-        return Double.apply(t).sum()
-    run = {"grad": torch.func.grad(summed), "jacrev": torch.func.jacrev(Double.apply),
-           "jacfwd": torch.func.jacfwd(Double.apply), "vmap": torch.func.vmap(Double.apply),
-           "vmap(grad)": torch.func.vmap(torch.func.grad(summed))}[transform]
     try:
-        run(torch.ones(3, 2))
+        TRANSFORMS[transform](Double.apply)(torch.ones(3, 2))
     except RuntimeError:
         return transform in ("vmap", "jacrev")
     return transform not in ("vmap", "jacrev")
@@ -1209,24 +1217,29 @@ def test_g1_a_forward_pass_per_loss_term_is_another_computation(real_claims):
            fails_on="(train)")
 
 
-def a_computation_step_updated_under_no_grad(shape, scale, seed) -> bool:
+def a_computation_step_updated_under_no_grad(route, seed) -> bool:
     """G2, error-messages.md (in-place on a leaf): "**Fix:** update it inside
-    `torch.no_grad()`", applied to an in-place step of the computation (x /= scale in
-    f = ((x / scale)**2).sum()): the step drops out of df/dx = 2 x / scale**2."""
-    x = torch.randn(shape, dtype=torch.float64,
+    `torch.no_grad()`", applied to an in-place step of the computation (x /= 255 in
+    f = ((x / 255)**2).sum()): the step drops out of df/dx = 2 x / 255**2. (The
+    check's other route, rebinding x, is R1's, below.)"""
+    if route != "no_grad":
+        return True
+    x = torch.randn(3, dtype=torch.float64,
                     generator=torch.Generator().manual_seed(seed)).requires_grad_()
-    expected = 2 * x.detach() / scale**2
+    expected = 2 * x.detach() / 255**2
     with torch.no_grad():
-        x /= scale
+        x /= 255
     (x**2).sum().backward()
     return torch.allclose(x.grad, expected)
 
 
 def test_g2_no_grad_drops_a_computation_step_from_the_derivative(real_claims):
-    replay(real_claims, "reference/error-messages", "If the change is part of the computation",
+    from families import labelled
+
+    replay(real_claims, "reference/error-messages", "Rebinding `x` itself",
            a_computation_step_updated_under_no_grad,
-           st.lists(st.integers(1, 4), min_size=1, max_size=4).map(tuple),
-           st.sampled_from([2.0, 255.0]), SEEDS, fails_on=".0, ")
+           labelled(st.sampled_from(["rebind", "no_grad"]), "x = x / 255 and the no_grad step"), SEEDS,
+           fails_on="no_grad")
 
 
 def vmap_of_the_eval_model_runs_on_images(batch, seed, jac=torch.func.jacrev) -> None:
@@ -2177,3 +2190,210 @@ def test_s6_audit_families_say_what_each_integer_is(real_claims, page):
     """s6 audit reveals: families shown as bare "integers from 0 to 2147483647"."""
     named = [name for r in real_claims[page] if r["check"] == "check_property" for name in r["families"]]
     assert named and not [name for name in named if name.startswith("integers from")], named
+
+
+# -- s6 fresh reading of the reference pages (issue 39) ---------------------------------
+
+def the_old_recipe_keeps_the_leaf(recipe, shape, seed) -> bool:
+    """R1/R2, error-messages.md: "write it out of place, `x = x / 255`, or change a
+    clone, `x = x.clone()` first", run as printed where the reader's x is a leaf: the
+    name x then holds a non-leaf, and the reader's x.grad stays None."""
+    import warnings
+
+    start = torch.randn(shape, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+    reader = {"x": start.clone().requires_grad_()}
+    exec(recipe, {}, reader)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # .grad of a non-leaf
+        (reader["x"] ** 2).sum().backward()
+        x = reader["x"]
+        return x.grad is not None and torch.allclose(x.grad, 2 * start / 255**2)
+
+
+def test_s6_r1_rebinding_x_loses_the_leaf(real_claims):
+    from families import SEEDS, labelled
+
+    replay(real_claims, "reference/error-messages", "If the change is part of the computation\n(scaling an input, `x /= 255`), write it out of place under a new name",
+           the_old_recipe_keeps_the_leaf,
+           labelled(st.sampled_from(["x = x / 255", "x = x.clone()\nx /= 255"]), "the two recipes as printed"),
+           labelled(st.lists(st.integers(1, 4), min_size=1, max_size=4).map(tuple), "shapes, 1 to 4 dims"),
+           SEEDS, fails_on="x = x")
+
+
+ELEMENT_0_CAUSES = ["NumPy", "argmax", "comparison", "detach", "frozen", "item", "no requires_grad",
+                    "no_grad"]
+
+
+def requires_grad_before_the_forward_pass_fixes(cause) -> bool:
+    """R3, error-messages.md: "**Fix:** ask for gradients before the forward pass that
+    should record them", for every cause the entry lists: the input (or the layer)
+    requires grad from the start, and the cause's own step still cuts the graph."""
+    import numpy  # noqa: F401  (the NumPy round trip)
+
+    x = torch.tensor([1., 2., 3.], requires_grad=True)
+    frozen = torch.nn.Linear(3, 1).requires_grad_(False)
+    with torch.no_grad():
+        under_no_grad = (x ** 2).sum()
+    loss = {"no requires_grad": lambda: (x ** 2).sum(), "no_grad": lambda: under_no_grad,
+            "detach": lambda: (x.detach() ** 2).sum(), "item": lambda: torch.tensor((x ** 2).sum().item()),
+            "NumPy": lambda: torch.from_numpy((x ** 2).detach().numpy()).sum(),
+            "argmax": lambda: x.argmax().float(), "comparison": lambda: (x > 1).float().sum(),
+            "frozen": lambda: frozen(x).sum()}[cause]
+    try:
+        loss().backward()
+    except RuntimeError:
+        return False
+    return x.grad is not None and bool(x.grad.abs().sum() > 0)
+
+
+def test_s6_r3_one_fix_does_not_settle_every_cause(real_claims):
+    from families import labelled
+
+    replay(real_claims, "reference/error-messages", "That does not help the other causes",
+           requires_grad_before_the_forward_pass_fixes,
+           labelled(st.sampled_from(ELEMENT_0_CAUSES), "the causes listed"), fails_on="")
+
+
+def fixed_2_by_3_gradient_is_right(backward, rows, columns, seed) -> bool:
+    """R4, error-messages.md: the fix's `grad.expand(2, 3)`, read as "return one
+    gradient per input, shaped like it" for the reader's batch: it raises for 4 rows and
+    gives twice the gradient for 1 row."""
+    class ColumnSums(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t.sum(0)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad.expand(2, 3)
+
+    generator = torch.Generator().manual_seed(seed)
+    batch = torch.randn(rows, columns, generator=generator, requires_grad=True)
+    w = torch.randn(columns, generator=generator)
+    try:
+        (ColumnSums.apply(batch) * w).sum().backward()
+    except RuntimeError:
+        return False
+    return torch.allclose(batch.grad, w.expand(rows, columns))
+
+
+def test_s6_r4_a_fixed_shape_gradient_breaks_other_batches(real_claims):
+    from families import SEEDS, labelled
+
+    replay(real_claims, "reference/error-messages", "**Fix:** return one gradient per input, shaped like it",
+           fixed_2_by_3_gradient_is_right,
+           labelled(st.sampled_from(["ctx.shape", "fixed (2, 3)"]), "the page's backward and a fixed (2, 3)"),
+           labelled(st.integers(1, 5), "batches of 1 to 5 rows"), labelled(st.integers(1, 4), "1 to 4 columns"),
+           SEEDS, fails_on="")
+
+
+def only_jacfwd_needs_jvp(transform, batching, with_jvp) -> bool:
+    """R5 and audit #26, error-messages.md: "`vmap`, `jacfwd` and `vmap(grad)` also
+    need `generate_vmap_rule = True` (or a `vmap` static method), and `jacfwd` a `jvp`
+    static method too": read as naming every need, torch.func.jvp and hessian need no
+    jvp, and hessian no vmap rule."""
+    body = {}
+    if batching == "generate_vmap_rule = True":
+        body["generate_vmap_rule"] = True
+    elif batching == "a vmap static method":
+        body["vmap"] = staticmethod(lambda info, in_dims, t: (2 * t, in_dims[0]))
+    if with_jvp:
+        body["jvp"] = staticmethod(lambda ctx, tangent: 2 * tangent)
+    variant = type("Variant", (Double,), body)
+    stated = ((transform not in ("vmap", "jacfwd", "vmap(grad)") or batching != "no vmap support")
+              and (transform != "jacfwd" or with_jvp))
+    try:
+        TRANSFORMS[transform](variant.apply)(torch.ones(3, 2))
+    except (RuntimeError, NotImplementedError):
+        return not stated
+    return stated
+
+
+def test_s6_r5_jvp_and_hessian_need_what_jacfwd_needs(real_claims):
+    from families import labelled
+
+    replay(real_claims, "reference/error-messages", "`vmap`,\n`vmap(grad)`, `jacfwd` and `hessian`",
+           only_jacfwd_needs_jvp,
+           labelled(st.sampled_from(sorted(TRANSFORMS)), "the transforms the fix names"),
+           labelled(st.sampled_from(["no vmap support", "generate_vmap_rule = True", "a vmap static method"]),
+                    "no vmap support, the generated rule, a vmap static method"),
+           labelled(st.booleans(), "with or without a jvp static method"), fails_on="")
+
+
+def second_pass_raises_exactly_when_saved_for_backward(name) -> bool:
+    """R6/R7, misconceptions.md: "raises exactly when some operation in the graph saved
+    a tensor through autograd's saved-tensor mechanism: ... or `ctx.save_for_backward`
+    in a custom Function". A Function that saves and never reads runs twice."""
+    class SavesForBackward(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x**2
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return 2 * x * grad
+
+    class SavesButNeverReads(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return 2 * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            return 2 * grad
+
+    class KeepsAnAttribute(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.x = x.detach()
+            return x**2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return 2 * ctx.x * grad
+
+    function = {"saves and reads": SavesForBackward, "saves, never reads": SavesButNeverReads,
+                "keeps an attribute": KeepsAnAttribute}[name]
+    out = function.apply(torch.tensor([1., 2.], requires_grad=True)).sum()
+    out.backward()
+    try:
+        out.backward()
+    except RuntimeError:
+        raised = True
+    else:
+        raised = False
+    return raised == (name != "keeps an attribute")
+
+
+def test_s6_r6_saving_without_reading_does_not_raise(real_claims):
+    from families import labelled
+
+    replay(real_claims, "reference/misconceptions", "For a custom Function, that is when its `backward` reads",
+           second_pass_raises_exactly_when_saved_for_backward,
+           labelled(st.sampled_from(["keeps an attribute", "saves and reads", "saves, never reads"]),
+                    "Functions that save and read, save only, keep an attribute"),
+           fails_on="saves, never reads")
+
+
+def penalty_call_works_on_the_usual_x_hat(setting) -> bool:
+    """R8, look-up.md: "Compute it with `torch.autograd.grad(scores, x_hat, ...)`" with
+    no word on x_hat requiring grad: the usual x_hat, mixed from real samples and
+    detached fakes, does not, and the call raises."""
+    critic, real = setting.model, setting.inputs.detach()
+    fake = (0.5 * real.flip(0)).detach()
+    eps = torch.rand(real.shape[0], *[1] * (real.dim() - 1), dtype=real.dtype)
+    x_hat = eps * real + (1 - eps) * fake
+    scores = critic(x_hat)
+    try:
+        torch.autograd.grad(scores, x_hat, grad_outputs=torch.ones_like(scores), create_graph=True)
+    except RuntimeError:
+        return False
+    return True
+
+
+def test_s6_r8_x_hat_must_require_grad(real_claims):
+    replay(real_claims, "reference/look-up-the-questions-people-ask", "Make `x_hat` require grad first",
+           penalty_call_works_on_the_usual_x_hat, sample_batches(), fails_on="")
