@@ -2129,7 +2129,7 @@ def test_s6_h2_f1_once_differentiable_raises_only_for_a_seed_that_requires_grad(
                      "seeds: a scalar loss's ones, ones_like, ones that require grad")
     passes = labelled(st.sampled_from(["slope.sum().backward()", "autograd.grad(slope.sum(), x)"]),
                       "second passes: backward() to every leaf, grad with respect to x")
-    replay(real_claims, CUSTOM_FUNCTION_PAGE, "only when the cotangent reaching `backward`",
+    replay(real_claims, CUSTOM_FUNCTION_PAGE, "Differentiating it again raises",
            once_differentiable_always_raises_on_a_second_derivative, seeds, passes,
            multi_term_losses(terms=st.integers(0, 3)), fails_on="ones")
 
