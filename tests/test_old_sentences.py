@@ -1063,28 +1063,20 @@ def test_g1_vmap_jacrev_raises_on_a_train_mode_dropout_model(real_claims):
 
 # -- Fourth fresh reading (issue 39): the how-to findings H4-2 to H4-5 --------------------
 
-def grad_output_cast_to_x_dtype_runs_under_autocast(dtype, x_is) -> None:
+def grad_output_cast_to_x_dtype_runs_under_autocast(dtype, x_is, shape) -> None:
     """H4-5, write-a-custom-autograd-function.md: "With `setup_context`, cast
     `grad_output` to the dtype of what you saved". After an autocast layer x is
     bfloat16 or float16 while the weight w is float32: g @ w.T mixes the two."""
     generator = torch.Generator().manual_seed(0)
-    x = torch.randn(4, 3, generator=generator, requires_grad=True)
+    x = torch.randn(*shape, generator=generator, requires_grad=True)
     w = torch.randn(3, 2, generator=generator, requires_grad=True)
 
-    class MatMul(torch.autograd.Function):
-        @staticmethod
-        def forward(x, w):
-            return x @ w
-
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            ctx.save_for_backward(*inputs)
-
+    class MatMul(TransposedMatMul):
         @staticmethod
         def backward(ctx, grad_output):
             x, w = ctx.saved_tensors
-            g = grad_output.to(x.dtype)
-            return g @ w.T, x.T @ g
+            g = grad_output.to(x.dtype)  # transposed for any shape: only the cast is at fault
+            return g @ w.mT, x.flatten(0, -2).mT @ g.flatten(0, -2)
 
     with torch.random.fork_rng(devices=[]), torch.autocast("cpu", dtype=dtype):
         given = x if x_is == "a float32 leaf" else torch.nn.Linear(3, 3)(x)
@@ -1093,11 +1085,9 @@ def grad_output_cast_to_x_dtype_runs_under_autocast(dtype, x_is) -> None:
 
 
 def test_h4_5_grad_output_cast_to_one_saved_dtype_raises_after_an_autocast_layer(real_claims):
-    inputs = st.sampled_from(["a float32 leaf", "the output of an autocast Linear"])
-    inputs.family_name = "x a float32 leaf or the output of an autocast Linear"
     replay(real_claims, "how-to/write-a-custom-autograd-function",
            "With `setup_context`, compute the backward in one dtype",
-           grad_output_cast_to_x_dtype_runs_under_autocast, autocast_dtypes(), inputs,
+           grad_output_cast_to_x_dtype_runs_under_autocast, autocast_dtypes(), *matmul_settings(),
            fails_on="the output of an autocast Linear", because="same dtype")
 
 
@@ -2397,3 +2387,137 @@ def penalty_call_works_on_the_usual_x_hat(setting) -> bool:
 def test_s6_r8_x_hat_must_require_grad(real_claims):
     replay(real_claims, "reference/look-up-the-questions-people-ask", "Make `x_hat` require grad first",
            penalty_call_works_on_the_usual_x_hat, sample_batches(), fails_on="")
+
+
+# -- s6 reading, how-to part 2: once_differentiable, differentiable backwards, J0, MatMul --
+
+CUSTOM_FUNCTION_PAGE = "how-to/write-a-custom-autograd-function"
+
+
+def once_differentiable_always_raises_on_a_second_derivative(seed_kind, second_pass,
+                                                             other_terms) -> bool:
+    """F1-F2: "differentiating it again raises 'trying to differentiate twice ...'", and
+    the summary's "makes a second derivative fail loudly". With a seed of ones that
+    does not require grad it raises nothing, or another error."""
+    from custom_backwards import CUSTOM_BACKWARDS
+
+    cube, _ = CUSTOM_BACKWARDS["x³, backward through NumPy, @once_differentiable"]
+    at = torch.tensor([0.5, 1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    loss = cube.apply(at).sum() + other_terms(at)
+    seed = torch.ones_like(loss).requires_grad_(seed_kind == "ones that require grad")
+    (slope,) = torch.autograd.grad(loss, at, seed, create_graph=True)
+    try:
+        if second_pass == "slope.sum().backward()":
+            slope.sum().backward()
+        else:
+            torch.autograd.grad(slope.sum(), at)
+    except RuntimeError as error:
+        return str(error).startswith("trying to differentiate twice")
+    return False
+
+
+def test_s6_h2_f1_once_differentiable_raises_only_for_a_seed_that_requires_grad(real_claims):
+    from families import labelled
+
+    seeds = labelled(st.sampled_from(["ones of a scalar loss", "grad_outputs=torch.ones_like(loss)",
+                                      "ones that require grad"]),
+                     "seeds: a scalar loss's ones, ones_like, ones that require grad")
+    passes = labelled(st.sampled_from(["slope.sum().backward()", "autograd.grad(slope.sum(), x)"]),
+                      "second passes: backward() to every leaf, grad with respect to x")
+    replay(real_claims, CUSTOM_FUNCTION_PAGE, "Differentiating it again raises",
+           once_differentiable_always_raises_on_a_second_derivative, seeds, passes,
+           multi_term_losses(terms=st.integers(0, 3)), fails_on="ones")
+
+
+def every_backward_of_torch_operations_is_differentiable(name, values) -> bool:
+    """F3-F4: "Build the backward from PyTorch operations, and it is itself
+    differentiable: second derivatives work", of any such backward."""
+    from custom_backwards import passes_gradgradcheck
+
+    return passes_gradgradcheck(name, values)
+
+
+def test_s6_h2_f3_a_backward_of_torch_operations_can_read_constants(real_claims):
+    from custom_backwards import backward_points, custom_backwards
+
+    replay(real_claims, CUSTOM_FUNCTION_PAGE, "Build the backward from PyTorch operations on the tensors",
+           every_backward_of_torch_operations_is_differentiable, custom_backwards(), backward_points(),
+           fails_on="")
+
+
+def j0_recipe_gives_the_second_derivative(other_terms, values) -> bool:
+    """F5, handle-operations...md: the BesselJ0 recipe, read as J0's derivative at every
+    order a loss asks for: its second derivative would be -(J0 - J1/x)."""
+    from custom_backwards import CUSTOM_BACKWARDS
+
+    j0_function, _ = CUSTOM_BACKWARDS["J0, backward calls bessel_j1"]
+    at = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    loss = j0_function.apply(at).sum() + other_terms(at)
+    (slope,) = torch.autograd.grad(loss, at, create_graph=True)
+    try:
+        (curvature,) = torch.autograd.grad(slope.sum(), at)
+    except RuntimeError:
+        return False
+    (other_slope,) = torch.autograd.grad(other_terms(at), at, create_graph=True)
+    (other_curvature,) = torch.autograd.grad(other_slope.sum(), at)
+    j0, j1 = torch.special.bessel_j0(at.detach()), torch.special.bessel_j1(at.detach())
+    return torch.allclose(curvature, other_curvature - (j0 - j1 / at.detach()))
+
+
+def test_s6_h2_f5_the_j0_recipe_gives_first_derivatives_only(real_claims):
+    from custom_backwards import backward_points
+
+    replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
+           "This Function gives first derivatives only", j0_recipe_gives_the_second_derivative,
+           multi_term_losses(terms=st.integers(0, 3)), backward_points(), fails_on="")
+
+
+class TransposedMatMul(torch.autograd.Function):
+    """F6: the old recipe, ``.T`` on x and on grad_output, right for 2-D x only."""
+
+    @staticmethod
+    def forward(x, w):
+        return x @ w
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x, w = ctx.saved_tensors
+        g = grad_output.float()
+        return (g @ w.float().T).to(x.dtype), (x.float().T @ g).to(w.dtype)
+
+
+def transposed_matmul_works_for_any_activation(dtype, x_is, shape) -> bool:
+    """F6: "In a network, `x` is the bfloat16 output of the layer before": the old
+    recipe raises in backward for a (B, T, C) activation."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(*shape, generator=generator, requires_grad=True)
+    w = torch.randn(3, 2, generator=generator, requires_grad=True)
+    with torch.autocast("cpu", dtype=dtype):
+        given = x if x_is == "a float32 leaf" else torch.nn.Linear(3, 3)(x)
+        product = TransposedMatMul.apply(given, w)
+    try:
+        product.float().sum().backward()
+    except RuntimeError:
+        return False
+    return w.grad.shape == w.shape
+
+
+def matmul_settings() -> tuple[st.SearchStrategy, st.SearchStrategy]:
+    """The families the page's MatMul recipe checks draw x from: what made it, its shape."""
+    from families import labelled
+
+    inputs = st.sampled_from(["a float32 leaf", "the output of an autocast Linear"])
+    inputs.family_name = "x a float32 leaf or the output of an autocast Linear"
+    shapes = labelled(st.sampled_from([(4, 3), (2, 4, 3), (2, 2, 2, 3)]),
+                      "x of shape (N, C), (B, T, C), (B, H, W, C)")
+    return inputs, shapes
+
+
+def test_s6_h2_f6_the_transposed_matmul_recipe_fails_on_sequences(real_claims):
+    replay(real_claims, CUSTOM_FUNCTION_PAGE, "Transpose with `.mT` and flatten",
+           transposed_matmul_works_for_any_activation, autocast_dtypes(), *matmul_settings(),
+           fails_on="(2, ")

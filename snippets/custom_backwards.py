@@ -1,0 +1,147 @@
+"""Custom Functions whose ``backward`` is built from PyTorch operations, and when that
+backward can itself be differentiated (``gradgradcheck``).
+
+A second derivative differentiates the tensors ``backward`` computed. It follows
+them back to the Function's saved inputs and outputs, which are in the graph, but
+not to a tensor made in ``forward`` or ``setup_context`` (grad mode is off in both,
+so it is a constant), nor through an operation autograd does not record (the
+``torch.special`` Bessel functions), nor through a ``detach`` or NumPy. Each of those
+backwards still gives the right first derivative, and ``gradgradcheck`` fails.
+
+``custom_backwards()`` draws them, each named by where its backward reads from; run
+this file to see which pass ``gradcheck`` and ``gradgradcheck``.
+"""
+
+from __future__ import annotations
+
+import torch
+from families import named
+from hypothesis import strategies as st
+from torch.autograd.function import once_differentiable
+
+
+class SinFromInput(torch.autograd.Function):
+    @staticmethod
+    def forward(x):
+        return x.sin()
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output * x.cos()
+
+
+class SigmoidFromOutput(torch.autograd.Function):
+    @staticmethod
+    def forward(x):
+        return torch.sigmoid(x)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(output)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (y,) = ctx.saved_tensors
+        return grad_output * y * (1 - y)
+
+
+class SinCosFromSetupContext(SinFromInput):
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0].cos())  # grad mode is off: a constant
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (cos,) = ctx.saved_tensors
+        return grad_output * cos
+
+
+class SinCosFromForward(torch.autograd.Function):
+    """The older form, ``forward(ctx, x)``, saving what it computed."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x.cos())  # grad mode is off: a constant
+        return x.sin()
+
+    backward = SinCosFromSetupContext.backward
+
+
+class BesselJ0(SinFromInput):  # saves its input as SinFromInput does
+    @staticmethod
+    def forward(x):
+        return torch.special.bessel_j0(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return -grad_output * torch.special.bessel_j1(x)  # not recorded
+
+
+class SigmoidDetached(SigmoidFromOutput):
+    @staticmethod
+    def backward(ctx, grad_output):
+        (y,) = ctx.saved_tensors
+        y = y.detach()
+        return grad_output * y * (1 - y)
+
+
+class NumpyCube(SinFromInput):  # saves its input as SinFromInput does
+    @staticmethod
+    def forward(x):
+        return x ** 3
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output * torch.from_numpy(3 * x.detach().numpy() ** 2)  # not recorded
+
+
+# name -> (the Function, whether its backward is differentiable)
+CUSTOM_BACKWARDS: dict[str, tuple[type[torch.autograd.Function], bool]] = {
+    "sin, backward from the saved input": (SinFromInput, True),
+    "sigmoid, backward from the saved output": (SigmoidFromOutput, True),
+    "sin, cos(x) saved in setup_context": (SinCosFromSetupContext, False),
+    "sin, cos(x) saved in forward(ctx, x)": (SinCosFromForward, False),
+    "J0, backward calls bessel_j1": (BesselJ0, False),
+    "sigmoid, backward from a detached output": (SigmoidDetached, False),
+    "x³, backward through NumPy, @once_differentiable": (NumpyCube, False),
+}
+
+
+@named("custom Functions whose backward reads saved inputs, saved outputs, tensors "
+       "made in setup_context or forward, bessel_j1, a detach, NumPy")
+def custom_backwards() -> st.SearchStrategy[str]:
+    """Names of ``CUSTOM_BACKWARDS``, every kind of backward built from torch operations."""
+    return st.sampled_from(sorted(CUSTOM_BACKWARDS))
+
+
+@named("points of 1 to 4 entries in [0.25, 3]")
+def backward_points() -> st.SearchStrategy[list[float]]:
+    """Away from 0, where sin's second derivative is 0 whatever the backward reads."""
+    return st.lists(st.floats(0.25, 3.0), min_size=1, max_size=4)
+
+
+def passes_gradgradcheck(name: str, values: list[float]) -> bool:
+    function, _ = CUSTOM_BACKWARDS[name]
+    x = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    return torch.autograd.gradgradcheck(function.apply, (x,), raise_exception=False)
+
+
+def main() -> None:
+    x = torch.tensor([0.5, 1.0, 2.5], dtype=torch.float64, requires_grad=True)
+    for name, (function, differentiable) in CUSTOM_BACKWARDS.items():
+        first = torch.autograd.gradcheck(function.apply, (x,))
+        second = passes_gradgradcheck(name, x.tolist())
+        assert first and second == differentiable, name
+        print(f"{name:50} gradcheck {first}, gradgradcheck {second}")
+
+
+if __name__ == "__main__":
+    main()
