@@ -7,14 +7,17 @@
 // has is left out rather than emptying the results. A heading, title or index
 // entry holding the query's words in a row (a pasted error message) counts
 // extra, the title most; one word the reader added between two is passed
-// over. A synonym's phrase of two words or more ("check gradients") counts
+// over. A title or heading holding four or more of the typed words as typed,
+// stop words and all ("does not require grad"), counts more again: the reader
+// pasted it, and the stemmed words alone cannot tell it from "requires_grad". A synonym's phrase of two words or more ("check gradients") counts
 // only where a page has its words in a row, as one word of its own that adds
 // nothing to a page's length: words that stand apart ("check" here, "gradient"
 // there) do not say it. A page counts by the share of the matched words one
 // of its sections holds: a long page with each word somewhere, in sections
-// about other things, is not about the query. A page one of whose readers'
-// questions (its front matter's search_questions) holds two or more of the
-// query's words scores a little more. Each page is listed once,
+// about other things, is not about the query. The words of a page's readers'
+// questions (its front matter's search_questions) are a field of their own,
+// each word once however many questions ask it; a page one of whose questions
+// holds two or more of the query's words scores a little more. Each page is listed once,
 // linked to its best-matching section.
 // Sphinx's search.html still parses the URL and draws the box; this replaces
 // only Search.query. Loaded by a script tag: the search works from file://.
@@ -22,14 +25,16 @@
 var SiteSearch = (function () {
   // The weights, in one place (tests/browser/test_search_ranking.py measures them).
   var tuning = {
-    fields: { title: 8, index: 6, glossary: 2, heading: 3, anchor: 3, prose: 1, code: 0.4 },
+    fields: { title: 8, index: 6, glossary: 2, heading: 3, anchor: 3, question: 2, prose: 1, code: 0.4 },
     k1: 1.2,                       // BM25's saturation
     // Length normalisation: a long page, or one with many headings (the
     // questions page), counts each occurrence less. A title is one line: none.
-    b: { index: 0.5, glossary: 0.5, heading: 0.5, anchor: 0.5, prose: 0.75, code: 0.75 },
+    b: { index: 0.5, glossary: 0.5, heading: 0.5, anchor: 0.5, question: 0.5, prose: 0.75, code: 0.75 },
     synonym: 0.8,                  // a synonym counts a little less than the word typed
     phrase: 0.5,                   // a heading holding the query's words in a row
     titlePhrase: 1,                // the page's title holding them: the page is about them
+    verbatim: 0.75,                // a title or heading holding the typed words as typed
+    verbatimWords: 4,              // ... at least this many of them
     asked: 0.1,                    // one of the page's readers' questions holding the query's words
     hub: 0.6,                      // a page that routes to others (section indexes, the questions page)
     defines: 2,                    // a section whose heading or index entries hold a query word
@@ -88,7 +93,13 @@ var SiteSearch = (function () {
     }
     var pages = raw.pages.map(function (page) {
       var fields = { title: new Map(), index: new Map(), glossary: new Map(), heading: new Map(),
-                     anchor: new Map(), prose: new Map(), code: new Map() };
+                     anchor: new Map(), question: new Map(), prose: new Map(), code: new Map() };
+      // Each word of the readers' questions once: a page asked "backprop" three
+      // ways is not three times about it (counted per question, a held-out
+      // query about argmax lost its page to the one asked "backprop" thrice).
+      var asked = new Set();
+      page.q.forEach(function (ids) { bag(ids).forEach(function (id) { asked.add(id); }); });
+      add(fields.question, Array.from(asked));
       page.an.forEach(function (ids) { add(fields.anchor, bag(ids)); });
       var sections = page.s.map(function (s) {
         var section = { anchor: s.a, heading: s.h, summary: s.x, headingIds: s.ht, frame: s.f,
@@ -108,6 +119,8 @@ var SiteSearch = (function () {
                // The readers' questions of the page's front matter (search.py).
                questionBags: page.q.map(function (ids) { return new Set(bag(ids)); }),
                sections: sections, fields: fields,
+               // Title and headings word for word, stop words kept (verbatim()).
+               headingWords: [rawWords(page.title)].concat(page.s.map(function (s) { return rawWords(s.h); })),
                length: lengths(fields) };
     });
     var average = {};
@@ -173,7 +186,7 @@ var SiteSearch = (function () {
         i += 1;
       }
     }
-    return slots.map(function (alternatives) {
+    var out = slots.map(function (alternatives) {
       return alternatives.map(function (alt) {
         var ids = alt.stems.map(function (s) { return data.ids.has(s) ? data.ids.get(s) : -1; });
         // What it scores by: its words (a typed `retain_grad` is three), or a
@@ -186,6 +199,8 @@ var SiteSearch = (function () {
         return alt.ids.concat(alt.terms).every(function (id) { return id >= 0; });
       });
     });
+    out.typed = raw;                // the words as typed, for verbatim()
+    return out;
   }
 
   function idf(id) {
@@ -269,7 +284,25 @@ var SiteSearch = (function () {
       Math.pow(together(page, slots) / matched, tuning.together) *
       (1 + Math.max(tuning.phrase * phraseBonus(sequences, slots, 1),
                     tuning.titlePhrase * phraseBonus([page.titleIds], slots, 1))) *
-      (1 + tuning.asked * asked(page, slots, known));
+      (1 + tuning.asked * asked(page, slots, known)) *
+      (1 + tuning.verbatim * verbatim(page, slots.typed));
+  }
+  // The share of the typed words that the title or a heading holds in a row as
+  // typed, when that is verbatimWords or more: a pasted error message or
+  // heading, whose stop words ("does not", "a second time") say which one.
+  function verbatim(page, typed) {
+    if (typed.length < tuning.verbatimWords) return 0;
+    var best = 0;
+    page.headingWords.forEach(function (heading) {
+      for (var i = 0; i < typed.length; i++) {
+        for (var j = 0; j < heading.length; j++) {
+          var n = 0;
+          while (i + n < typed.length && j + n < heading.length && typed[i + n] === heading[j + n]) n++;
+          best = Math.max(best, n);
+        }
+      }
+    });
+    return best >= tuning.verbatimWords ? best / typed.length : 0;
   }
   // The share of the query's words one of the readers' questions of the page
   // holds, in any order, when it holds two or more (or the one typed): a page
@@ -319,7 +352,7 @@ var SiteSearch = (function () {
     var best = null, bestScore = 0;
     page.sections.forEach(function (section) {
       var fields = { title: new Map(), index: new Map(), glossary: new Map(), heading: new Map(),
-                     anchor: new Map(), prose: section.prose, code: section.code };
+                     anchor: new Map(), question: new Map(), prose: section.prose, code: section.code };
       add(fields.heading, section.headingBag);
       section.entries.forEach(function (e) { add(e[2] ? fields.glossary : fields.index, e[3]); });
       var s = 0, sizes = lengths(fields);
