@@ -17,6 +17,8 @@ the same things as a reader who has not read the pages would.
 * ``search_queries_heldout4.json``: 30 more, written by a reader of the pages
   who saw no other query file, after all tuning: scored once, never tuned on;
   since then, with the others, a development set.
+* ``search_queries_heldout5.json``: 30 more over 29 pages, written the same way
+  while the ranking was being tuned on the sets above and scored once after it.
 
 The aim is the survey's: an answering page first for 0.9 of each set, and in
 the top 3 for every query.
@@ -50,6 +52,9 @@ HERE = Path(__file__).parent
     # 28 of 30 first (24 before the readers' questions were a field and headings
     # matched as typed), 30 of 30 in the top 3 (29 before).
     "search_queries_heldout4.json",
+    pytest.param("search_queries_heldout5.json", marks=pytest.mark.xfail(
+        strict=True, reason="issue 40: 25 of 30 held-out queries rank an answering page first "
+                            "(20 before the tuning it was held out from), 30 of 30 in the top 3")),
 ])
 def test_reworded_queries_find_the_answering_page_first(page, traffic, queries):
     ranks = answering_ranks(page, json.loads((HERE / queries).read_text("utf8")))
