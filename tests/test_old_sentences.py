@@ -1134,13 +1134,24 @@ DIAGONAL_SHAPE_CASES = {
     "cumsum, 1-D x": (lambda t: t.cumsum(0), (5,)), "sin, (2, 3) x": (torch.sin, (2, 3)),
     "x * x.sum(), (2, 3) x": (lambda t: t * t.sum(), (2, 3)),
     "stack([x, x**2], 1), 1-D x": (lambda t: torch.stack([t, t ** 2], 1), (3,)),
-    "x[:2] * x.sum(), 1-D x": (lambda t: t[:2] * t.sum(), (3,))}
+    "x[:2] * x.sum(), 1-D x": (lambda t: t[:2] * t.sum(), (3,)),
+    "cat([x, x[:2]]), 1-D x": (lambda t: torch.cat([t, t[:2]]), (3,)),
+    "cat([x, x ** 2]), 1-D x": (lambda t: torch.cat([t, t ** 2]), (4,))}
+
+
+def diagonal_shape_cases() -> st.SearchStrategy[str]:
+    """The page's family of f and x for the diagonal of J, under its name."""
+    cases = st.sampled_from(sorted(DIAGONAL_SHAPE_CASES))
+    cases.family_name = ("f and the shape of x: 1-D and 2-D x, y with as many entries as x, "
+                         "fewer or more")
+    return cases
 
 
 def diagonal_of_jacrev_gives_dy_i_dx_i_for_any_1d_x(case) -> bool | None:
     """H4-4, differentiate-elementwise-functions-at-many-points.md:
     "`torch.diagonal(torch.func.jacrev(f)(x))` gives dy_i/dx_i for any `f` of a 1-D
-    `x`". With y = stack([x, x**2], 1) it returns a (3, 2) tensor, no error."""
+    `x`". With y = x[:2] * x.sum() it returns a (2,) tensor for a (3,) x, and with
+    y = stack([x, x**2], 1) a (3, 2) tensor, no error."""
     f, shape = DIAGONAL_SHAPE_CASES[case]
     if len(shape) == 1:
         x = torch.randn(shape, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
@@ -1149,11 +1160,10 @@ def diagonal_of_jacrev_gives_dy_i_dx_i_for_any_1d_x(case) -> bool | None:
 
 
 def test_h4_4_the_diagonal_of_jacrev_needs_y_as_long_as_x(real_claims):
-    cases = st.sampled_from(sorted(DIAGONAL_SHAPE_CASES))
-    cases.family_name = "f and the shape of x: 1-D and 2-D x, y with as many entries as x or not"
     replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points",
            "gives $\\partial y_i / \\partial x_i$ when `x` and `y = f(x)` are 1-D",
-           diagonal_of_jacrev_gives_dy_i_dx_i_for_any_1d_x, cases, fails_on="stack([x, x**2], 1)")
+           diagonal_of_jacrev_gives_dy_i_dx_i_for_any_1d_x, diagonal_shape_cases(),
+           fails_on="x[:2] * x.sum()")
 
 
 # -- Fresh reading of the reference pages (issue 39): M1, G1, G2, I2 -----------------------
@@ -2102,3 +2112,24 @@ def test_s6_blitz_a_grad_is_not_45a_minus_54(real_claims):
     replay(real_claims, "reference/look-up-the-questions-people-ask", "`a.grad` $= 9a^2$",
            blitz_a_grad_is_45a_minus_54, labelled(st.integers(1, 5), "lengths n of a and b, 1 to 5"),
            labelled(SEEDS, "seeds of a and b"), fails_on="", because="45a - 54")
+
+
+# -- s6 fresh reading of how-to pages, part 1 (issue 39): F1, F2, F3, F4 -------------------
+
+def the_diagonal_of_another_count_has_another_shape(case) -> bool | None:
+    """F1, differentiate-elementwise-functions-at-many-points.md (Summary): "When the
+    counts differ, ... `torch.diagonal` returns a tensor of another shape than `x`".
+    For y = cat([x, x[:2]]) of a 1-D x the diagonal has x's own shape."""
+    f, shape = DIAGONAL_SHAPE_CASES[case]
+    x = torch.randn(shape, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    if f(x).numel() == x.numel():
+        return None
+    return torch.diagonal(torch.func.jacrev(f)(x)).shape != x.shape
+
+
+def test_f1_the_diagonal_can_have_x_own_shape_when_the_counts_differ(real_claims):
+    replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points",
+           "When the counts differ, $\\partial y_i / \\partial x_i$ means nothing, yet",
+           the_diagonal_of_another_count_has_another_shape, diagonal_shape_cases(),
+           fails_on="cat([x, x")
+
