@@ -1093,26 +1093,65 @@ def test_h4_5_grad_output_cast_to_one_saved_dtype_raises_after_an_autocast_layer
            fails_on="the output of an autocast Linear", because="same dtype")
 
 
+NORMALIZE_SETTINGS = ["a float16 tensor", "a float32 tensor under float16 autocast",
+                      "a Linear's output under float16 autocast", "a Linear's output under bfloat16 autocast",
+                      "a float32 tensor under bfloat16 autocast", "a bfloat16 tensor"]
+
+
+def normalize_settings() -> st.SearchStrategy[str]:
+    """debug-nan-and-wrong-gradients.md's family of F.normalize settings, under its name."""
+    settings = st.sampled_from(NORMALIZE_SETTINGS)
+    settings.family_name = ("float16 and bfloat16 tensors, and a float32 tensor and a Linear's output "
+                            "under CPU autocast in each")
+    return settings
+
+
+def normalize_at_a_zero_row(setting) -> tuple[torch.Tensor, torch.Tensor, torch.dtype]:
+    """F.normalize(h, dim=-1) at a zero row of h made as ``setting`` says: its value and
+    the gradient of its sum with respect to h, in float32, and the value's dtype."""
+    low = torch.bfloat16 if "bfloat16" in setting else torch.float16
+    rows = torch.tensor([[0.0, 0.0, 0.0, 0.0], [1.0, 2.0, 0.5, -1.0]])
+    with torch.random.fork_rng(devices=[]), torch.autocast("cpu", dtype=low, enabled="autocast" in setting):
+        torch.manual_seed(0)
+        layer = torch.nn.Linear(4, 3)
+        torch.nn.init.zeros_(layer.bias)
+        h = (layer(rows) if "Linear" in setting
+             else rows[:, :3].to(torch.float32 if "float32" in setting else low).requires_grad_())
+        out = torch.nn.functional.normalize(h, dim=-1)
+    (gradient,) = torch.autograd.grad(out.float().sum(), h)
+    return out[0].detach().float(), gradient[0].float(), out.dtype
+
+
 def normalize_gradient_is_nan_in_float16(setting) -> bool:
     """H4-2, debug-nan-and-wrong-gradients.md: F.normalize's gradient at a zero vector
     "is 1/eps = 1e12, and `nan` in float16 (eps rounds to 0)", float16 autocast
-    included. Under CPU autocast the norm runs in float32: the gradient is 1e12."""
-    low = torch.bfloat16 if "bfloat16" in setting else torch.float16
-    v = torch.zeros(1, 3, dtype=torch.float32 if "autocast" in setting else low,
-                    requires_grad=True)
-    with torch.autocast("cpu", dtype=low, enabled="autocast" in setting):
-        out = torch.nn.functional.normalize(v, dim=-1)
-    out.float().sum().backward()
-    return bool(v.grad.isnan().all()) == (low == torch.float16)
+    included. A float32 tensor under CPU autocast stays float32: the gradient is 1e12."""
+    _, gradient, _ = normalize_at_a_zero_row(setting)
+    return bool(gradient.isnan().all()) == ("bfloat16" not in setting)
 
 
 def test_h4_2_normalize_under_float16_autocast_is_finite(real_claims):
-    settings = st.sampled_from(["a float16 tensor", "float16 autocast", "bfloat16 autocast",
-                                "a bfloat16 tensor"])
-    settings.family_name = "float16 and bfloat16 tensors, and float32 under CPU autocast in each"
     replay(real_claims, "how-to/debug-nan-and-wrong-gradients",
            "In a float16 tensor both the value and the gradient are `nan`",
-           normalize_gradient_is_nan_in_float16, settings, fails_on="'float16 autocast'")
+           normalize_gradient_is_nan_in_float16, normalize_settings(),
+           fails_on="a float32 tensor under float16 autocast")
+
+
+def under_autocast_the_norm_runs_in_float32(setting) -> bool | None:
+    """F2, debug-nan-and-wrong-gradients.md: "under CPU `autocast` the norm runs in
+    float32 (value 0, gradient 1e12)". Autocast leaves the norm in its input's dtype:
+    a Linear's float16 output gives nan, its bfloat16 output stays bfloat16."""
+    if "autocast" not in setting:
+        return None
+    value, gradient, dtype = normalize_at_a_zero_row(setting)
+    return (dtype == torch.float32 and bool((value == 0).all())
+            and torch.allclose(gradient, torch.full((3,), 1e12), rtol=1e-2))
+
+
+def test_f2_autocast_leaves_the_norm_in_its_input_dtype(real_claims):
+    replay(real_claims, "how-to/debug-nan-and-wrong-gradients", "CPU `autocast` leaves the norm",
+           under_autocast_the_norm_runs_in_float32, normalize_settings(),
+           fails_on="a Linear's output under float16 autocast")
 
 
 def gradgradcheck_does_what_gradcheck_does_one_order_higher(state) -> bool:
@@ -2132,4 +2171,36 @@ def test_f1_the_diagonal_can_have_x_own_shape_when_the_counts_differ(real_claims
            "When the counts differ, $\\partial y_i / \\partial x_i$ means nothing, yet",
            the_diagonal_of_another_count_has_another_shape, diagonal_shape_cases(),
            fails_on="cat([x, x")
+
+
+LOG_SOFTMAX_LOSSES = {
+    "sum": lambda log_p: log_p.sum(),
+    "mean": lambda log_p: log_p.mean(),
+    "F.nll_loss, the large logit as target":
+        lambda log_p: torch.nn.functional.nll_loss(log_p, torch.ones(len(log_p), dtype=torch.long)),
+    "F.nll_loss, the small logit as target":
+        lambda log_p: torch.nn.functional.nll_loss(log_p, torch.zeros(len(log_p), dtype=torch.long))}
+
+
+def log_of_softmax_gives_a_loss_of_minus_inf(loss_name, dtype, gaps) -> bool:
+    """F3, debug-nan-and-wrong-gradients.md (log(softmax) row): "the loss is `-inf` and
+    the gradient `nan`". With F.nll_loss and the large logit as target the loss is 0,
+    and the gradient is nan all the same."""
+    z = torch.tensor([[0.0, gap] for gap in gaps], dtype=dtype, requires_grad=True)
+    loss = LOG_SOFTMAX_LOSSES[loss_name](torch.log(torch.softmax(z, -1)))
+    loss.backward()
+    return loss.item() == float("-inf") and bool(z.grad.isnan().all())
+
+
+def test_f3_the_gradient_is_nan_with_a_finite_loss(real_claims):
+    from families import labelled
+
+    replay(real_claims, "how-to/debug-nan-and-wrong-gradients", "`log` gives `-inf` there, and the gradient",
+           log_of_softmax_gives_a_loss_of_minus_inf,
+           labelled(st.sampled_from(sorted(LOG_SOFTMAX_LOSSES)), "sum, mean, F.nll_loss of either target"),
+           labelled(st.sampled_from([torch.float16, torch.bfloat16, torch.float32, torch.float64]),
+                    "float16, bfloat16, float32 and float64 logits"),
+           labelled(st.lists(st.floats(800.0, 3000.0), min_size=1, max_size=3),
+                    "1 to 3 rows (0, gap), gaps from 800 to 3000"),
+           fails_on="'F.nll_loss, the large logit as target'")
 
