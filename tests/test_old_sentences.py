@@ -2204,3 +2204,20 @@ def test_f3_the_gradient_is_nan_with_a_finite_loss(real_claims):
                     "1 to 3 rows (0, gap), gaps from 800 to 3000"),
            fails_on="'F.nll_loss, the large logit as target'")
 
+
+def materialize_grads_gives_the_derivative_in_eager_mode(setting) -> bool:
+    """F4, differentiate-a-network-output-with-respect-to-its-input.md (Summary): for
+    "appears to not have been used in the graph", "in eager mode, pass
+    `materialize_grads=True`". After slicing the input it returns zeros where u_x is not 0."""
+    xt = setting.inputs.detach().clone().requires_grad_()
+    u = setting.model(xt)
+    (flagged,) = torch.autograd.grad(u, xt[:, :1], torch.ones_like(u), materialize_grads=True)
+    true = torch.func.vmap(torch.func.jacrev(lambda row: setting.model(row[None])[0, 0]))(xt.detach())
+    return torch.allclose(flagged, true[:, :1], atol=1e-6)
+
+
+def test_f4_materialize_grads_gives_wrong_zeros_after_a_slice(real_claims):
+    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
+           "Pass `materialize_grads=True` only when you know",
+           materialize_grads_gives_the_derivative_in_eager_mode, multi_feature_inputs(),
+           fails_on="tanh MLP")
