@@ -1091,26 +1091,65 @@ def test_h4_5_grad_output_cast_to_one_saved_dtype_raises_after_an_autocast_layer
            fails_on="the output of an autocast Linear", because="same dtype")
 
 
+NORMALIZE_SETTINGS = ["a float16 tensor", "a float32 tensor under float16 autocast",
+                      "a Linear's output under float16 autocast", "a Linear's output under bfloat16 autocast",
+                      "a float32 tensor under bfloat16 autocast", "a bfloat16 tensor"]
+
+
+def normalize_settings() -> st.SearchStrategy[str]:
+    """debug-nan-and-wrong-gradients.md's family of F.normalize settings, under its name."""
+    settings = st.sampled_from(NORMALIZE_SETTINGS)
+    settings.family_name = ("float16 and bfloat16 tensors, and a float32 tensor and a Linear's output "
+                            "under CPU autocast in each")
+    return settings
+
+
+def normalize_at_a_zero_row(setting) -> tuple[torch.Tensor, torch.Tensor, torch.dtype]:
+    """F.normalize(h, dim=-1) at a zero row of h made as ``setting`` says: its value and
+    the gradient of its sum with respect to h, in float32, and the value's dtype."""
+    low = torch.bfloat16 if "bfloat16" in setting else torch.float16
+    rows = torch.tensor([[0.0, 0.0, 0.0, 0.0], [1.0, 2.0, 0.5, -1.0]])
+    with torch.random.fork_rng(devices=[]), torch.autocast("cpu", dtype=low, enabled="autocast" in setting):
+        torch.manual_seed(0)
+        layer = torch.nn.Linear(4, 3)
+        torch.nn.init.zeros_(layer.bias)
+        h = (layer(rows) if "Linear" in setting
+             else rows[:, :3].to(torch.float32 if "float32" in setting else low).requires_grad_())
+        out = torch.nn.functional.normalize(h, dim=-1)
+    (gradient,) = torch.autograd.grad(out.float().sum(), h)
+    return out[0].detach().float(), gradient[0].float(), out.dtype
+
+
 def normalize_gradient_is_nan_in_float16(setting) -> bool:
     """H4-2, debug-nan-and-wrong-gradients.md: F.normalize's gradient at a zero vector
     "is 1/eps = 1e12, and `nan` in float16 (eps rounds to 0)", float16 autocast
-    included. Under CPU autocast the norm runs in float32: the gradient is 1e12."""
-    low = torch.bfloat16 if "bfloat16" in setting else torch.float16
-    v = torch.zeros(1, 3, dtype=torch.float32 if "autocast" in setting else low,
-                    requires_grad=True)
-    with torch.autocast("cpu", dtype=low, enabled="autocast" in setting):
-        out = torch.nn.functional.normalize(v, dim=-1)
-    out.float().sum().backward()
-    return bool(v.grad.isnan().all()) == (low == torch.float16)
+    included. A float32 tensor under CPU autocast stays float32: the gradient is 1e12."""
+    _, gradient, _ = normalize_at_a_zero_row(setting)
+    return bool(gradient.isnan().all()) == ("bfloat16" not in setting)
 
 
 def test_h4_2_normalize_under_float16_autocast_is_finite(real_claims):
-    settings = st.sampled_from(["a float16 tensor", "float16 autocast", "bfloat16 autocast",
-                                "a bfloat16 tensor"])
-    settings.family_name = "float16 and bfloat16 tensors, and float32 under CPU autocast in each"
     replay(real_claims, "how-to/debug-nan-and-wrong-gradients",
            "In a float16 tensor both the value and the gradient are `nan`",
-           normalize_gradient_is_nan_in_float16, settings, fails_on="'float16 autocast'")
+           normalize_gradient_is_nan_in_float16, normalize_settings(),
+           fails_on="a float32 tensor under float16 autocast")
+
+
+def under_autocast_the_norm_runs_in_float32(setting) -> bool | None:
+    """F2, debug-nan-and-wrong-gradients.md: "under CPU `autocast` the norm runs in
+    float32 (value 0, gradient 1e12)". Autocast leaves the norm in its input's dtype:
+    a Linear's float16 output gives nan, its bfloat16 output stays bfloat16."""
+    if "autocast" not in setting:
+        return None
+    value, gradient, dtype = normalize_at_a_zero_row(setting)
+    return (dtype == torch.float32 and bool((value == 0).all())
+            and torch.allclose(gradient, torch.full((3,), 1e12), rtol=1e-2))
+
+
+def test_f2_autocast_leaves_the_norm_in_its_input_dtype(real_claims):
+    replay(real_claims, "how-to/debug-nan-and-wrong-gradients", "CPU `autocast` leaves the norm",
+           under_autocast_the_norm_runs_in_float32, normalize_settings(),
+           fails_on="a Linear's output under float16 autocast")
 
 
 def gradgradcheck_does_what_gradcheck_does_one_order_higher(state) -> bool:
@@ -1132,13 +1171,24 @@ DIAGONAL_SHAPE_CASES = {
     "cumsum, 1-D x": (lambda t: t.cumsum(0), (5,)), "sin, (2, 3) x": (torch.sin, (2, 3)),
     "x * x.sum(), (2, 3) x": (lambda t: t * t.sum(), (2, 3)),
     "stack([x, x**2], 1), 1-D x": (lambda t: torch.stack([t, t ** 2], 1), (3,)),
-    "x[:2] * x.sum(), 1-D x": (lambda t: t[:2] * t.sum(), (3,))}
+    "x[:2] * x.sum(), 1-D x": (lambda t: t[:2] * t.sum(), (3,)),
+    "cat([x, x[:2]]), 1-D x": (lambda t: torch.cat([t, t[:2]]), (3,)),
+    "cat([x, x ** 2]), 1-D x": (lambda t: torch.cat([t, t ** 2]), (4,))}
+
+
+def diagonal_shape_cases() -> st.SearchStrategy[str]:
+    """The page's family of f and x for the diagonal of J, under its name."""
+    cases = st.sampled_from(sorted(DIAGONAL_SHAPE_CASES))
+    cases.family_name = ("f and the shape of x: 1-D and 2-D x, y with as many entries as x, "
+                         "fewer or more")
+    return cases
 
 
 def diagonal_of_jacrev_gives_dy_i_dx_i_for_any_1d_x(case) -> bool | None:
     """H4-4, differentiate-elementwise-functions-at-many-points.md:
     "`torch.diagonal(torch.func.jacrev(f)(x))` gives dy_i/dx_i for any `f` of a 1-D
-    `x`". With y = stack([x, x**2], 1) it returns a (3, 2) tensor, no error."""
+    `x`". With y = x[:2] * x.sum() it returns a (2,) tensor for a (3,) x, and with
+    y = stack([x, x**2], 1) a (3, 2) tensor, no error."""
     f, shape = DIAGONAL_SHAPE_CASES[case]
     if len(shape) == 1:
         x = torch.randn(shape, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
@@ -1147,11 +1197,10 @@ def diagonal_of_jacrev_gives_dy_i_dx_i_for_any_1d_x(case) -> bool | None:
 
 
 def test_h4_4_the_diagonal_of_jacrev_needs_y_as_long_as_x(real_claims):
-    cases = st.sampled_from(sorted(DIAGONAL_SHAPE_CASES))
-    cases.family_name = "f and the shape of x: 1-D and 2-D x, y with as many entries as x or not"
     replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points",
            "gives $\\partial y_i / \\partial x_i$ when `x` and `y = f(x)` are 1-D",
-           diagonal_of_jacrev_gives_dy_i_dx_i_for_any_1d_x, cases, fails_on="stack([x, x**2], 1)")
+           diagonal_of_jacrev_gives_dy_i_dx_i_for_any_1d_x, diagonal_shape_cases(),
+           fails_on="x[:2] * x.sum()")
 
 
 # -- Fresh reading of the reference pages (issue 39): M1, G1, G2, I2 -----------------------
@@ -2521,3 +2570,73 @@ def test_s6_h2_f6_the_transposed_matmul_recipe_fails_on_sequences(real_claims):
     replay(real_claims, CUSTOM_FUNCTION_PAGE, "Transpose with `.mT` and flatten",
            transposed_matmul_works_for_any_activation, autocast_dtypes(), *matmul_settings(),
            fails_on="(2, ")
+
+
+# -- s6 fresh reading of how-to pages, part 1 (issue 39): F1, F2, F3, F4 -------------------
+
+def the_diagonal_of_another_count_has_another_shape(case) -> bool | None:
+    """F1, differentiate-elementwise-functions-at-many-points.md (Summary): "When the
+    counts differ, ... `torch.diagonal` returns a tensor of another shape than `x`".
+    For y = cat([x, x[:2]]) of a 1-D x the diagonal has x's own shape."""
+    f, shape = DIAGONAL_SHAPE_CASES[case]
+    x = torch.randn(shape, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    if f(x).numel() == x.numel():
+        return None
+    return torch.diagonal(torch.func.jacrev(f)(x)).shape != x.shape
+
+
+def test_f1_the_diagonal_can_have_x_own_shape_when_the_counts_differ(real_claims):
+    replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points",
+           "When the counts differ, $\\partial y_i / \\partial x_i$ means nothing, yet",
+           the_diagonal_of_another_count_has_another_shape, diagonal_shape_cases(),
+           fails_on="cat([x, x")
+
+
+LOG_SOFTMAX_LOSSES = {
+    "sum": lambda log_p: log_p.sum(),
+    "mean": lambda log_p: log_p.mean(),
+    "F.nll_loss, the large logit as target":
+        lambda log_p: torch.nn.functional.nll_loss(log_p, torch.ones(len(log_p), dtype=torch.long)),
+    "F.nll_loss, the small logit as target":
+        lambda log_p: torch.nn.functional.nll_loss(log_p, torch.zeros(len(log_p), dtype=torch.long))}
+
+
+def log_of_softmax_gives_a_loss_of_minus_inf(loss_name, dtype, gaps) -> bool:
+    """F3, debug-nan-and-wrong-gradients.md (log(softmax) row): "the loss is `-inf` and
+    the gradient `nan`". With F.nll_loss and the large logit as target the loss is 0,
+    and the gradient is nan all the same."""
+    z = torch.tensor([[0.0, gap] for gap in gaps], dtype=dtype, requires_grad=True)
+    loss = LOG_SOFTMAX_LOSSES[loss_name](torch.log(torch.softmax(z, -1)))
+    loss.backward()
+    return loss.item() == float("-inf") and bool(z.grad.isnan().all())
+
+
+def test_f3_the_gradient_is_nan_with_a_finite_loss(real_claims):
+    from families import labelled
+
+    replay(real_claims, "how-to/debug-nan-and-wrong-gradients", "`log` gives `-inf` there, and the gradient",
+           log_of_softmax_gives_a_loss_of_minus_inf,
+           labelled(st.sampled_from(sorted(LOG_SOFTMAX_LOSSES)), "sum, mean, F.nll_loss of either target"),
+           labelled(st.sampled_from([torch.float16, torch.bfloat16, torch.float32, torch.float64]),
+                    "float16, bfloat16, float32 and float64 logits"),
+           labelled(st.lists(st.floats(800.0, 3000.0), min_size=1, max_size=3),
+                    "1 to 3 rows (0, gap), gaps from 800 to 3000"),
+           fails_on="'F.nll_loss, the large logit as target'")
+
+
+def materialize_grads_gives_the_derivative_in_eager_mode(setting) -> bool:
+    """F4, differentiate-a-network-output-with-respect-to-its-input.md (Summary): for
+    "appears to not have been used in the graph", "in eager mode, pass
+    `materialize_grads=True`". After slicing the input it returns zeros where u_x is not 0."""
+    xt = setting.inputs.detach().clone().requires_grad_()
+    u = setting.model(xt)
+    (flagged,) = torch.autograd.grad(u, xt[:, :1], torch.ones_like(u), materialize_grads=True)
+    true = torch.func.vmap(torch.func.jacrev(lambda row: setting.model(row[None])[0, 0]))(xt.detach())
+    return torch.allclose(flagged, true[:, :1], atol=1e-6)
+
+
+def test_f4_materialize_grads_gives_wrong_zeros_after_a_slice(real_claims):
+    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
+           "Pass `materialize_grads=True` only when you know",
+           materialize_grads_gives_the_derivative_in_eager_mode, multi_feature_inputs(),
+           fails_on="tanh MLP")
