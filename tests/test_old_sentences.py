@@ -2217,3 +2217,39 @@ def test_s6_audit_10_30_families_say_what_each_integer_is(real_claims, page):
     for record in records:
         assert not any(name.startswith(("integers from", "tuple(x) for x among lists", "lists of"))
                        for name in record["families"]), (record["check_line"], record["families"])
+
+
+def accumulating_under_ddp_all_reduces_once(K, seed) -> bool:
+    """s6 F9, accumulate-zero-and-reuse-gradients.md: the micro-batch recipe ("call
+    `backward` on each micro-batch's loss divided by K, and step once") said nothing
+    of DistributedDataParallel, read as costing one all-reduce there too. In a
+    one-process gloo group a comm hook counts K, one per backward."""
+    import torch.distributed as dist
+    from families import seeded
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        with seeded(seed):
+            model = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+            rows, wanted = torch.randn(4 * K, 3), torch.randn(4 * K, 1)
+        ddp = torch.nn.parallel.DistributedDataParallel(model)
+        reduced = []
+
+        def counting_hook(state, bucket):
+            reduced.append(bucket.index())
+            done = torch.futures.Future()
+            done.set_result(bucket.buffer())
+            return done
+
+        ddp.register_comm_hook(None, counting_hook)
+        for chunk_x, chunk_t in zip(rows.chunk(K), wanted.chunk(K)):
+            (((ddp(chunk_x) - chunk_t) ** 2).mean() / K).backward()
+    finally:
+        dist.destroy_process_group()
+    return len(reduced) == 1
+
+
+def test_s6_f9_micro_batches_under_ddp_all_reduce_each_backward(real_claims):
+    replay(real_claims, "how-to/accumulate-zero-and-reuse-gradients", "Under `DistributedDataParallel`, each",
+           accumulating_under_ddp_all_reduces_once, labelled(st.integers(2, 5), "K micro-batches, 2 to 5"),
+           labelled(st.integers(0, 2**16), "seeds of the model and the batch"), fails_on="")
