@@ -2128,7 +2128,7 @@ def backward_adds_vjp_to_the_grad_of_any_x(non_leaf, seed) -> None:
 def test_s6_f7_backward_fills_only_a_leaf(real_claims):
     from reader_settings import non_leaf_inputs
 
-    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output", "Only a leaf gets a `.grad`.",
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output", "By default only a leaf gets a `.grad`.",
            backward_adds_vjp_to_the_grad_of_any_x, non_leaf_inputs(), labelled(SEEDS, "seeds of A and v"),
            fails_on="then", because="x.grad is None")
 
