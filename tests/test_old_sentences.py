@@ -30,7 +30,7 @@ import torch
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "snippets"))
-from families import SEEDS, batches, mixing_maps, points, small_networks, vector_maps  # noqa: E402
+from families import SEEDS, batches, labelled, mixing_maps, points, small_networks, vector_maps  # noqa: E402
 from forward_saves import forward_ad_cases, forward_mode_saves_nothing  # noqa: E402
 from functional_passes import passes_counted  # noqa: E402
 from oracle import (  # noqa: E402
@@ -703,7 +703,9 @@ def mean_of_the_unreduced_loss_is_the_builtin_mean(size, classes, weighted, igno
 def test_s3_mean_of_an_unreduced_weighted_or_ignoring_loss_is_another_number(real_claims):
     replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output",
            "averages over the weights of the targets it counts", mean_of_the_unreduced_loss_is_the_builtin_mean,
-           st.integers(2, 8), st.integers(2, 5), st.booleans(), st.integers(0, 3), st.integers(0, 2**31 - 1),
+           labelled(st.integers(2, 8), "batch sizes 2 to 8"), labelled(st.integers(2, 5), "2 to 5 classes"),
+           labelled(st.booleans(), "class weights: yes or no"), labelled(st.integers(0, 3), "0 to 3 ignored targets"),
+           labelled(SEEDS, "seeds of scores, labels and class weights"),
            fails_on=", ", because="the built-in mean")
 
 
@@ -1474,7 +1476,9 @@ def chunks_weighed_by_size_give_the_whole_batch_loss(size, devices, weighted, se
 def test_h5_weighing_chunks_by_size_misses_counted_targets(real_claims):
     replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output", "(by their counted weight for losses",
            chunks_weighed_by_size_give_the_whole_batch_loss,
-           st.integers(2, 12), st.integers(2, 4), st.booleans(), st.integers(0, 2**31 - 1), fails_on=", ")
+           labelled(st.integers(2, 12), "batch sizes 2 to 12"), labelled(st.integers(2, 4), "2 to 4 devices"),
+           labelled(st.booleans(), "class weights: yes or no"),
+           labelled(SEEDS, "seeds of scores, labels and ignored targets"), fails_on=", ")
 
 
 def the_float16_mask_gives_a_finite_gradient_near_zero(scale, seed) -> bool:
@@ -2640,3 +2644,150 @@ def test_f4_materialize_grads_gives_wrong_zeros_after_a_slice(real_claims):
            "Pass `materialize_grads=True` only when you know",
            materialize_grads_gives_the_derivative_in_eager_mode, multi_feature_inputs(),
            fails_on="tanh MLP")
+
+
+def backward_adds_vjp_to_the_grad_of_any_x(non_leaf, seed) -> None:
+    """s6 F7, backpropagate-from-a-non-scalar-output.md: "a tensor `x` with
+    `requires_grad=True` ... `y.backward(v)` adds vᵀJ to `x.grad`", read for an `x`
+    computed from a leaf (a cast, a copy, a view): its `.grad` stays None."""
+    import warnings
+
+    generator = torch.Generator().manual_seed(seed)
+    x = non_leaf.tensor
+    mixing = torch.randn(4, x.numel(), dtype=x.dtype, generator=generator)
+    v = torch.randn(4, dtype=x.dtype, generator=generator)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        torch.sin(mixing @ x.reshape(-1)).backward(v)
+        filled = x.grad
+    assert filled is not None, f"{non_leaf}: x.grad is None"
+
+
+def test_s6_f7_backward_fills_only_a_leaf(real_claims):
+    from reader_settings import non_leaf_inputs
+
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output", "By default only a leaf gets a `.grad`.",
+           backward_adds_vjp_to_the_grad_of_any_x, non_leaf_inputs(), labelled(SEEDS, "seeds of A and v"),
+           fails_on="then", because="x.grad is None")
+
+
+def test_s6_f8_chunks_of_3_and_2_are_dataparallel_s_scatter(real_claims):
+    """s6 F8, backpropagate-from-a-non-scalar-output.md: "chunks of 3 and 2 (as
+    `torch.chunk` splits it)" was checked by `torch.arange(5).chunk(2)`, which holds
+    whatever DataParallel does. The check now runs DataParallel's scatter path and
+    compares the call it makes (no chunk sizes, dim 0) with the sizes it returns."""
+    [record] = [r for r in _records_quoting(real_claims, "how-to/backpropagate-from-a-non-scalar-output",
+                                            "a batch of 5 on two devices splits into chunks of 3 and 2")]
+    assert record["check"] == "check_text", record
+    assert "[([0, 1], None, 0)], [3, 2]" in record["compared"], record["compared"]
+
+
+def jacrev_batches_its_products_into_one_pass(m, k, seed) -> bool:
+    """s6 F5, get-a-full-jacobian-or-hessian.md: "both batch those products with `vmap`
+    into one pass", read for jacrev whatever its options: chunk_size=k < m runs
+    ceil(m/k) backward passes, k products each."""
+    backward_calls = []
+
+    class CountedTanh(torch.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(t):
+            return t.tanh()
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(output)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            backward_calls.append(grad_output.shape)
+            return grad_output * (1 - ctx.saved_tensors[0] ** 2)
+
+    generator = torch.Generator().manual_seed(seed)
+    W1, W2 = torch.randn(64, 4, generator=generator), torch.randn(m, 64, generator=generator)
+    torch.func.jacrev(lambda t: W2 @ CountedTanh.apply(W1 @ t), chunk_size=k)(torch.randn(4, generator=generator))
+    return len(backward_calls) == 1
+
+
+def test_s6_f5_chunked_jacrev_runs_several_passes(real_claims):
+    replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "When that is too much, `jacrev(f, chunk_size=k)`",
+           jacrev_batches_its_products_into_one_pass, labelled(st.integers(16, 128), "m outputs, 16 to 128"),
+           labelled(st.integers(1, 8), "chunk sizes k, 1 to 8"),
+           labelled(st.integers(0, 2**16), "seeds of W1, W2 and x"), fails_on="")
+
+
+def replaced_batch_norm_gives_per_sample_training_gradients(setting) -> None:
+    """s6 F6, get-a-full-jacobian-or-hessian.md:1048-1049 and 472-475: per-sample
+    gradients of a BatchNorm model's training forward, from
+    `replace_all_batch_norm_modules_` (the page's other BatchNorm fix): vmap hands
+    BatchNorm one sample, and training mode refuses it."""
+    import copy
+
+    model = copy.deepcopy(setting.model)
+    torch.func.replace_all_batch_norm_modules_(model)
+    params = {n: p.detach() for n, p in model.named_parameters()}
+
+    def row_loss(p, row):
+        return torch.func.functional_call(model, p, (row[None],)).pow(2).mean()
+
+    per_sample = torch.func.vmap(torch.func.grad(row_loss), in_dims=(None, 0))(params, setting.inputs.detach())
+    model.zero_grad()
+    model(setting.inputs.detach()).pow(2).mean().backward()
+    for name, p in model.named_parameters():
+        check_close(per_sample[name].mean(0), p.grad, f"{setting}: {name}, the training gradient")
+
+
+def test_s6_f6_replacing_batch_norm_gives_no_per_sample_gradients(real_claims):
+    replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "`replace_all_batch_norm_modules_` does not help here",
+           replaced_batch_norm_gives_per_sample_training_gradients, train_mode_models(layers=("BatchNorm1d",)),
+           fails_on="BatchNorm1d", because="Expected more than 1 value per channel")
+
+
+@pytest.mark.parametrize("page", ["how-to/backpropagate-from-a-non-scalar-output",
+                                  "how-to/get-a-full-jacobian-or-hessian"])
+def test_s6_audit_10_30_families_say_what_each_integer_is(real_claims, page):
+    """s6 audit reveals #10 and #30: "integers from 0 to 2147483647" for the seeds of
+    the random 2-vectors a and b, and "integers from 1 to 4 × integers from 1 to 4 ×
+    integers from 1 to 4 × integers from 0 to 65536" for B, m, n and a seed."""
+    records = [r for r in real_claims.get(page, []) if r["check"] == "check_property"]
+    assert records, f"docs/{page}.md: no property check"
+    for record in records:
+        assert not any(name.startswith(("integers from", "tuple(x) for x among lists", "lists of"))
+                       for name in record["families"]), (record["check_line"], record["families"])
+
+
+def accumulating_under_ddp_all_reduces_once(K, seed) -> bool:
+    """s6 F9, accumulate-zero-and-reuse-gradients.md: the micro-batch recipe ("call
+    `backward` on each micro-batch's loss divided by K, and step once") said nothing
+    of DistributedDataParallel, read as costing one all-reduce there too. In a
+    one-process gloo group a comm hook counts K, one per backward."""
+    import torch.distributed as dist
+    from families import seeded
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        with seeded(seed):
+            model = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+            rows, wanted = torch.randn(4 * K, 3), torch.randn(4 * K, 1)
+        ddp = torch.nn.parallel.DistributedDataParallel(model)
+        reduced = []
+
+        def counting_hook(state, bucket):
+            reduced.append(bucket.index())
+            done = torch.futures.Future()
+            done.set_result(bucket.buffer())
+            return done
+
+        ddp.register_comm_hook(None, counting_hook)
+        for chunk_x, chunk_t in zip(rows.chunk(K), wanted.chunk(K)):
+            (((ddp(chunk_x) - chunk_t) ** 2).mean() / K).backward()
+    finally:
+        dist.destroy_process_group()
+    return len(reduced) == 1
+
+
+def test_s6_f9_micro_batches_under_ddp_all_reduce_each_backward(real_claims):
+    replay(real_claims, "how-to/accumulate-zero-and-reuse-gradients", "Under `DistributedDataParallel`, each",
+           accumulating_under_ddp_all_reduces_once, labelled(st.integers(2, 5), "K micro-batches, 2 to 5"),
+           labelled(st.integers(0, 2**16), "seeds of the model and the batch"), fails_on="")
