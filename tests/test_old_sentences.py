@@ -2791,3 +2791,25 @@ def test_s6_f9_micro_batches_under_ddp_all_reduce_each_backward(real_claims):
     replay(real_claims, "how-to/accumulate-zero-and-reuse-gradients", "Under `DistributedDataParallel`, each",
            accumulating_under_ddp_all_reduces_once, labelled(st.integers(2, 5), "K micro-batches, 2 to 5"),
            labelled(st.integers(0, 2**16), "seeds of the model and the batch"), fails_on="")
+
+
+def train_batchnorm_raises_under_vmap(setting) -> bool:
+    """s7 R1/R2, glossary.md (per-sample gradient): "a model with BatchNorm in training
+    mode raises under `vmap`, as updating its running statistics in place is
+    refused", read whatever its statistics. With one copy of them per image
+    (in_dims=0), or track_running_stats=False, a BatchNorm2d model runs."""
+    from batchnorm_under_vmap import per_sample_gradients
+
+    try:
+        per_sample_gradients(setting)
+    except (RuntimeError, ValueError):
+        return True
+    return False
+
+
+def test_s7_r1_train_batchnorm_runs_under_vmap_with_copies_or_untracked(real_claims):
+    from batchnorm_under_vmap import batchnorm_statistics_settings
+
+    replay(real_claims, "reference/glossary", "A model with BatchNorm in training mode raises under `vmap` when",
+           train_batchnorm_raises_under_vmap, batchnorm_statistics_settings(), fails_on="BatchNorm2d")
+

@@ -1,0 +1,150 @@
+"""BatchNorm in training mode under ``vmap``: when per-sample calls raise, and what
+runs instead.
+
+``vmap(grad(loss))`` calls the model on one sample at a time (``row[None]``).
+BatchNorm in training mode then raises when its running statistics are the
+module's own buffers (their in-place update "would mutate a captured Tensor"),
+and on rows (``BatchNorm1d``) in any case: one value per channel. An image model
+(``BatchNorm2d``) given one copy of the buffers per sample (``in_dims=0``), or built
+with ``track_running_stats=False``, runs, each image normalized by its own
+statistics: the gradients are those of each image run alone, not of the batch's
+training loss. ``vmap(jacrev(model))`` raises on any of these models, whose
+training forward mixes the samples (no per-sample Jacobian exists).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import torch
+from families import BATCH_SIZES, DTYPE, SEEDS, _vector, named, seeded
+from hypothesis import strategies as st
+from oracle import check_close
+
+OWN, COPIES, UNTRACKED = "the module's own", "a copy per sample (in_dims=0)", "not tracked"
+
+
+@dataclass(frozen=True)
+class BatchNormSetting:
+    """A model with BatchNorm in training mode, its batch, and its statistics."""
+
+    name: str
+    model: torch.nn.Module = field(repr=False, compare=False)
+    inputs: torch.Tensor = field(repr=False, compare=False)
+    layer: str
+    stats: str
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def _model(layer: str, batch: int, tracked: bool, seed: int):
+    with seeded(seed):
+        if layer == "BatchNorm1d":
+            model = torch.nn.Sequential(
+                torch.nn.Linear(3, 8), torch.nn.Tanh(),
+                torch.nn.BatchNorm1d(8, track_running_stats=tracked), torch.nn.Linear(8, 1))
+            return model.to(DTYPE).train(), _vector(seed, batch, 3)
+        model = torch.nn.Sequential(
+            torch.nn.Conv2d(2, 3, 3, padding=1), torch.nn.BatchNorm2d(3, track_running_stats=tracked),
+            torch.nn.Tanh(), torch.nn.Flatten(), torch.nn.Linear(3 * 4 * 4, 1))
+        return model.to(DTYPE).train(), _vector(seed, batch, 2, 4, 4)
+
+
+def _settings(draw, stats: tuple[str, ...]) -> BatchNormSetting:
+    layer, kept, batch, seed = (draw(st.sampled_from(["BatchNorm1d", "BatchNorm2d"])),
+                                draw(st.sampled_from(stats)), draw(BATCH_SIZES), draw(SEEDS))
+    model, inputs = _model(layer, batch, kept != UNTRACKED, seed)
+    shape = "rows" if layer == "BatchNorm1d" else "images"
+    return BatchNormSetting(f"{layer} (train) on {batch} {shape}, running statistics {kept}",
+                            model, inputs, layer, kept)
+
+
+@named("models with BatchNorm1d or BatchNorm2d in training mode, running statistics "
+       "the module's own, a copy per sample or not tracked")
+@st.composite
+def batchnorm_statistics_settings(draw) -> BatchNormSetting:
+    """Rows or images through a train-mode BatchNorm, whose running statistics are
+    the module's buffers, one copy of them per sample, or none."""
+    return _settings(draw, (OWN, COPIES, UNTRACKED))
+
+
+@named("models with BatchNorm1d or BatchNorm2d in training mode, running statistics "
+       "tracked or not")
+@st.composite
+def train_batchnorm_models(draw) -> BatchNormSetting:
+    """Rows or images through a train-mode BatchNorm, tracking statistics or not."""
+    return _settings(draw, (OWN, UNTRACKED))
+
+
+def per_sample_gradients(setting: BatchNormSetting) -> dict[str, torch.Tensor]:
+    """``vmap(grad(loss))`` over the batch, one ``row[None]`` per call, with the
+    module's buffers captured or (``COPIES``) passed one copy per sample."""
+    model, batch = setting.model, setting.inputs.detach()
+    params = {name: p.detach() for name, p in model.named_parameters()}
+    if setting.stats == COPIES:
+        copies = {name: b.expand(len(batch), *b.shape).clone() for name, b in model.named_buffers()}
+        loss = lambda p, b, row: torch.func.functional_call(model, (p, b), (row[None],)).sum()  # noqa: E731
+        return torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0, 0))(params, copies, batch)
+    loss = lambda p, row: torch.func.functional_call(model, p, (row[None],)).sum()  # noqa: E731
+    return torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0))(params, batch)
+
+
+REFUSALS = {OWN: "would mutate a captured Tensor", "BatchNorm1d": "Expected more than 1 value per channel"}
+
+
+def raises_unless_images_with_copies_or_untracked(setting: BatchNormSetting) -> bool:
+    """The per-sample gradients raise with the module's own buffers, and on rows in
+    any case; otherwise each is the gradient of its image run alone (normalized by
+    its own statistics), and their sum is not the batch's training-loss gradient."""
+    refusal = REFUSALS.get(setting.stats) or REFUSALS.get(setting.layer)
+    try:
+        grads = per_sample_gradients(setting)
+    except (RuntimeError, ValueError) as error:
+        return refusal is not None and refusal in str(error)
+    if refusal is not None:
+        return False
+    batch = setting.inputs.detach()
+    for i, image in enumerate(batch):
+        alone = copy.deepcopy(setting.model)
+        alone(image[None]).sum().backward()
+        for name, p in alone.named_parameters():
+            check_close(grads[name][i], p.grad, f"{setting}: image {i} alone, {name}")
+    whole = copy.deepcopy(setting.model)
+    whole(batch).sum().backward()
+    return any(not torch.allclose(grads[name].sum(0), p.grad, atol=1e-6)
+               for name, p in whole.named_parameters())
+
+
+def mixes_samples_and_vmap_jacrev_raises(setting: BatchNormSetting) -> bool:
+    """Each output of the training forward reads every sample (no per-sample
+    Jacobian), and ``vmap(jacrev(model), randomness="different")`` raises."""
+    model, batch = copy.deepcopy(setting.model), setting.inputs.detach()
+    whole = torch.autograd.functional.jacobian(model, batch)  # (B, 1, B, ...)
+    others = [whole[i, :, j] for i in range(len(batch)) for j in range(len(batch)) if i != j]
+    if torch.stack(others).abs().max() < 1e-6:
+        return False
+    try:
+        torch.func.vmap(torch.func.jacrev(model), randomness="different")(batch)
+    except ValueError as error:
+        return "expected" in str(error) and "input" in str(error)
+    return False
+
+
+def main() -> None:
+    """Check both properties on a few members, and show the old glossary sentence
+    ("raises under vmap", whatever the statistics) fail on a BatchNorm2d member."""
+    from families import members
+
+    settings = members(batchnorm_statistics_settings(), 8)
+    assert all(raises_unless_images_with_copies_or_untracked(s) for s in settings)
+    assert all(mixes_samples_and_vmap_jacrev_raises(s) for s in members(train_batchnorm_models(), 4))
+    runs = [s for s in settings if s.layer == "BatchNorm2d" and s.stats != OWN]
+    assert runs, "draw an image model with copies or untracked statistics"
+    per_sample_gradients(runs[0])
+    print(f"holds on {len(settings)} members; runs under vmap: {runs[0]}")
+
+
+if __name__ == "__main__":
+    main()
