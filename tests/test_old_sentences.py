@@ -1513,7 +1513,7 @@ def vmap_of_a_train_mode_dropout_network_raises(net, jac, seed) -> bool:
 
 
 @pytest.mark.parametrize("docname, quote, jac", [
-    ("reference/misconceptions", "For the training-mode Jacobian,",
+    ("reference/misconceptions", "For the training-mode Jacobian of a model with Dropout",
      torch.func.jacrev),
     ("reference/look-up-the-questions-people-ask", "With\n`Dropout` in training mode,",
      torch.func.jacfwd)])
@@ -2813,3 +2813,19 @@ def test_s7_r1_train_batchnorm_runs_under_vmap_with_copies_or_untracked(real_cla
     replay(real_claims, "reference/glossary", "A model with BatchNorm in training mode raises under `vmap` when",
            train_batchnorm_raises_under_vmap, batchnorm_statistics_settings(), fails_on="BatchNorm2d")
 
+
+def vmap_jacrev_gives_each_samples_training_jacobian(setting) -> bool:
+    """s7 R3, misconceptions.md (several outputs per sample): "For the training-mode
+    Jacobian, `torch.func.vmap(torch.func.jacrev(model), randomness="different")`
+    gives each sample's Jacobian", read of any train-mode model: with BatchNorm it
+    raises (the samples are mixed, no per-sample Jacobian exists)."""
+    torch.func.vmap(torch.func.jacrev(setting.model), randomness="different")(setting.inputs.detach())
+    return True
+
+
+def test_s7_r3_train_batchnorm_has_no_per_sample_jacobian(real_claims):
+    from batchnorm_under_vmap import train_batchnorm_models
+
+    replay(real_claims, "reference/misconceptions", "(in training mode BatchNorm",
+           vmap_jacrev_gives_each_samples_training_jacobian, train_batchnorm_models(),
+           fails_on="BatchNorm", because="expected")
