@@ -2791,3 +2791,45 @@ def test_s6_f9_micro_batches_under_ddp_all_reduce_each_backward(real_claims):
     replay(real_claims, "how-to/accumulate-zero-and-reuse-gradients", "Under `DistributedDataParallel`, each",
            accumulating_under_ddp_all_reduces_once, labelled(st.integers(2, 5), "K micro-batches, 2 to 5"),
            labelled(st.integers(0, 2**16), "seeds of the model and the batch"), fails_on="")
+
+
+STATINGS = ("in order", "in order, with more around", "as shown", "a sign flipped", "reversed", "as numbers")
+TYPED_VALUES = labelled(st.lists(st.integers(-99, 99) | st.booleans(), min_size=1, max_size=3),
+                        "typed lists of 1 to 3 integers from -99 to 99, True or False")
+SENTENCES = labelled(st.sampled_from(STATINGS), "sentences stating them in order, with more around, "
+                     "not at all, with a sign or a True/False flipped, reversed, or True as 1")
+
+
+def a_typed_value_is_the_sentences_when_it_states_its_numbers(values, how) -> bool:
+    """s7 audit #36 and reveal #12, how-this-site-is-built.md: "called the value the
+    sentence states only when the sentence states its numbers", read as the oracle
+    applied it: a typed True or False, with no number to state, was always the
+    sentence's, even after "it raises" or "0/0 = nan"."""
+    import oracle
+
+    if how not in ("in order", "as shown"):
+        return True  # the old sentence and the new agree on the slips
+    sentence = "the values are " + (" and ".join(map(str, values)) if how == "in order" else "as shown")
+    old = how == "in order" or all(isinstance(v, bool) for v in values)
+    return oracle._side(f"torch.tensor({list(values)})", 0.0, quote=sentence).startswith(
+        "the value the sentence states" if old else "the value typed in the check")
+
+
+def a_typed_true_or_false_is_always_the_checks(values, how) -> bool:
+    """s7 audit #36, the edit that stayed green: "a typed True or False, which states
+    no number, is always called the value typed in the check"."""
+    import oracle
+
+    if not all(isinstance(v, bool) for v in values):
+        return True
+    sentence = "the values are " + " and ".join(map(str, values))
+    return oracle._side(f"torch.tensor({list(values)})", 0.0, quote=sentence).startswith(
+        "the value typed in the check")
+
+
+def test_s7_audit_36_a_typed_true_or_false_is_the_sentences_only_when_it_says_so(real_claims):
+    for old_sentence, member in ((a_typed_value_is_the_sentences_when_it_states_its_numbers, "[False], 'as shown'"),
+                                 (a_typed_true_or_false_is_always_the_checks, "[False]")):
+        replay(real_claims, "reference/how-this-site-is-built", "A value typed into a check is called",
+               old_sentence, TYPED_VALUES, SENTENCES, fails_on=member)
+
