@@ -37,6 +37,7 @@ from oracle import (  # noqa: E402
     ClaimFailed,
     check_close,
     check_property,
+    check_text,
     family_name,
     finite_difference_jacobian,
 )
@@ -2833,3 +2834,27 @@ def test_s7_audit_36_a_typed_true_or_false_is_the_sentences_only_when_it_says_so
         replay(real_claims, "reference/how-this-site-is-built", "A value typed into a check is called",
                old_sentence, TYPED_VALUES, SENTENCES, fails_on=member)
 
+
+def test_s7_audit_24_one_oracle_twice_fails_exercise_1():
+    """s7 audit #24, how-this-site-is-built.md (Check yourself 1): the hidden check
+    compared t.grad with a typed ones(1) only, so an answer with one oracle twice (a
+    second cos 0 for the finite differences) stayed green. The page's answer cell and
+    its hidden check, replayed on that answer, must now fail."""
+    from autograd_docs.code_cells import code_cells
+
+    page = Path(__file__).resolve().parent.parent / "docs" / "reference" / "how-this-site-is-built.md"
+    cells = [cell.source for cell in code_cells(page.read_text(encoding="utf8"), page)]
+    at = next(i for i, source in enumerate(cells) if "sin'(0) matches finite differences" in source)
+    answer, hidden = cells[at], cells[at + 1]
+    one_oracle_twice = answer.replace(
+        'finite_difference_jacobian(\n        lambda s: torch.sin(s).sum(), t\n    )', "torch.cos(torch.zeros(1))")
+    assert one_oracle_twice != answer, "the answer cell changed: revisit this replay"
+    for source, holds in ((answer, True), (one_oracle_twice, False)):
+        namespace = {"torch": torch, "check_text": check_text, "In": ["", source, hidden]}
+        exec(source, namespace)
+        try:
+            exec(hidden, namespace)
+        except ClaimFailed as failure:
+            assert not holds and "['the closed form cos', 'the closed form cos']" in str(failure), failure
+        else:
+            assert holds, "one oracle twice passes exercise 1's hidden check"
