@@ -1294,14 +1294,16 @@ def vmap_of_the_eval_model_runs_on_images(batch, seed, jac=torch.func.jacrev) ->
     torch.func.vmap(jac(model))(images)
 
 
-@pytest.mark.parametrize(("page", "quote", "jacobians"), [
-    ("reference/misconceptions", "`BatchNorm2d` on an image batch)", ()),
-    ("reference/look-up-the-questions-people-ask", "`BatchNorm2d` on an image",
-     (st.just(torch.func.jacfwd),)),
+@pytest.mark.parametrize(("page", "quote", "families"), [
+    ("reference/misconceptions", "`BatchNorm2d` on an image batch)", (st.integers(2, 5), SEEDS)),
+    ("reference/look-up-the-questions-people-ask", "`BatchNorm2d` on an image", (
+        labelled(st.integers(2, 5), "image batch sizes B, 2 to 5, through a Conv2d + BatchNorm2d model in eval mode"),
+        labelled(SEEDS, "seeds of the model's weights and the images"),
+        labelled(st.just(torch.func.jacfwd), "jacfwd, as the sentence's vmap(jacfwd(model))"))),
 ])
-def test_i2_batchnorm2d_raises_on_one_image_too(real_claims, page, quote, jacobians):
+def test_i2_batchnorm2d_raises_on_one_image_too(real_claims, page, quote, families):
     replay(real_claims, page, quote, vmap_of_the_eval_model_runs_on_images,
-           st.integers(2, 5), SEEDS, *jacobians, fails_on=", ", because="expected 4D input")
+           *families, fails_on=", ", because="expected 4D input")
 
 
 def torch_func_refuses_every_captured_change(change, transform) -> bool:
