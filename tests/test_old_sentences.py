@@ -2837,26 +2837,41 @@ def test_s7_audit_36_a_typed_true_or_false_is_the_sentences_only_when_it_says_so
                old_sentence, TYPED_VALUES, SENTENCES, fails_on=member)
 
 
-def test_s7_audit_24_one_oracle_twice_fails_exercise_1():
-    """s7 audit #24, how-this-site-is-built.md (Check yourself 1): the hidden check
-    compared t.grad with a typed ones(1) only, so an answer with one oracle twice (a
-    second cos 0 for the finite differences) stayed green. The page's answer cell and
-    its hidden check, replayed on that answer, must now fail."""
+def replay_check_yourself(edit, words: str) -> None:
+    """Run how-this-site-is-built.md's Check yourself answer cell and its hidden
+    check as the page has them (they pass), then with ``edit`` applied to the answer:
+    the hidden check must raise ClaimFailed, saying ``words``."""
     from autograd_docs.code_cells import code_cells
 
     page = Path(__file__).resolve().parent.parent / "docs" / "reference" / "how-this-site-is-built.md"
     cells = [cell.source for cell in code_cells(page.read_text(encoding="utf8"), page)]
     at = next(i for i, source in enumerate(cells) if "sin'(0) matches finite differences" in source)
     answer, hidden = cells[at], cells[at + 1]
-    one_oracle_twice = answer.replace(
-        'finite_difference_jacobian(\n        lambda s: torch.sin(s).sum(), t\n    )', "torch.cos(torch.zeros(1))")
-    assert one_oracle_twice != answer, "the answer cell changed: revisit this replay"
-    for source, holds in ((answer, True), (one_oracle_twice, False)):
+    edited = edit(answer)
+    assert edited != answer, "the answer cell changed: revisit this replay"
+    for source, holds in ((answer, True), (edited, False)):
         namespace = {"torch": torch, "check_text": check_text, "In": ["", source, hidden]}
         exec(source, namespace)
         try:
             exec(hidden, namespace)
         except ClaimFailed as failure:
-            assert not holds and "['the closed form cos', 'the closed form cos']" in str(failure), failure
+            assert not holds and words in str(failure), failure
         else:
-            assert holds, "one oracle twice passes exercise 1's hidden check"
+            assert holds, f"the edited answer passes the hidden check:\n{edited}"
+
+
+def test_s7_audit_24_one_oracle_twice_fails_exercise_1():
+    """s7 audit #24, how-this-site-is-built.md (Check yourself 1): the hidden check
+    compared t.grad with a typed ones(1) only, so an answer with one oracle twice (a
+    second cos 0 for the finite differences) stayed green."""
+    replay_check_yourself(lambda answer: answer.replace(
+        "finite_difference_jacobian(\n        lambda s: torch.sin(s).sum(), t\n    )", "torch.cos(torch.zeros(1))"),
+        "['the closed form cos', 'the closed form cos']")
+
+
+def test_s7_exercise_2_numbers_that_disagree_fail_it():
+    """how-this-site-is-built.md (Check yourself 2), "refuses a claim whose shape is
+    wrong even when the numbers agree": the hidden check read only the refusal, so
+    ones(2) against zeros(2, 1), refused for its shape too, stayed green."""
+    replay_check_yourself(lambda answer: answer.replace("torch.ones(2, 1),", "torch.zeros(2, 1),"),
+                          "(True, False, '(shape (2,) != expected (2, 1))')")
