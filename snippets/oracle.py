@@ -388,7 +388,7 @@ def _short(text: str, width: int = 60) -> str:
 def _side(source: str | None, value, quote: str | None = None) -> str:
     """One side of a comparison: the code that computed it and its value, shortened.
     A literal is a value typed out: said to be the sentence's when the quoted
-    sentence states its numbers, else the check's own."""
+    sentence states its numbers and its True or False, else the check's own."""
     shown = _short(repr(value))
     if source is None:
         return shown
@@ -399,19 +399,25 @@ def _side(source: str | None, value, quote: str | None = None) -> str:
     return f"{named} = {shown}" if named.startswith("`") else f"{named}, {shown}"
 
 
-# A sign counts only where it starts the number ("(-1, 2)", "$-0.5$"), not in "x-1".
-NUMBER = re.compile(r"(?<![\w.])[-\u2212]?\d+(?:\.\d+)?(?:e-?\d+)?")
+# A sign counts only where it starts the number ("(-1, 2)", "$-0.5$"), not in "x-1";
+# True and False count as the words Python spells them.
+VALUE = re.compile(r"(?<![\w.])[-\u2212]?\d+(?:\.\d+)?(?:e-?\d+)?|\b(?:True|False)\b")
 
 
-def _numbers(text: str) -> list[float]:
-    return [float(n.replace("\u2212", "-")) for n in NUMBER.findall(text)]
+def _values(text: str) -> list[float | str]:
+    """The numbers (as floats) and the words True and False (as words) in ``text``:
+    apart, so a typed True is not stated by a 1."""
+    return [v if v in ("True", "False") else float(v.replace("\u2212", "-"))
+            for v in VALUE.findall(text)]
 
 
 def _states(quote: str, literal: str) -> bool:
-    """Whether the typed value's signed numbers stand in the quoted sentence in the
-    value's order (a subsequence: the sentence may say more around them)."""
-    said = iter(_numbers(quote))
-    return all(any(n == s for s in said) for n in _numbers(literal))
+    """Whether the typed value's signed numbers and True/False stand in the quoted
+    sentence in the value's order (a subsequence: the sentence may say more around
+    them). A value with none of them states nothing the sentence could say."""
+    typed = _values(literal)
+    said = iter(_values(quote))
+    return bool(typed) and all(any(type(v) is type(s) and v == s for s in said) for v in typed)
 
 
 def _is_literal(source: str) -> bool:

@@ -317,6 +317,19 @@ def test_a_literal_is_the_sentences_only_with_its_signs_in_its_order():
     assert not oracle._states("x-1 is 0.5, 1, 0, 2", value)
 
 
+def test_a_typed_true_or_false_is_the_sentences_only_when_it_says_so():
+    """True and False are stated by their words alone: not by a sentence silent on
+    them, not by a 1 or a 0; a value with nothing to state is the check's own."""
+    import oracle
+
+    assert not oracle._states("it raises", "True")
+    assert not oracle._states("$0 / 0 = \\text{nan}$ too", "torch.tensor([True, False])")
+    assert not oracle._states("the flags are 1 and 0", "[True, False]")
+    assert not oracle._states("the flags are False and True", "[True, False]")
+    assert oracle._states("`x.is_leaf` is True, and 2 is False", "(True, 2, False)")
+    assert not oracle._states("the list is empty", "[]")
+
+
 def test_a_property_record_says_what_it_held_fixed_and_names_mapped_families(published):
     import oracle
     from hypothesis import strategies as st

@@ -37,6 +37,7 @@ from oracle import (  # noqa: E402
     ClaimFailed,
     check_close,
     check_property,
+    check_text,
     family_name,
     finite_difference_jacobian,
 )
@@ -1293,14 +1294,16 @@ def vmap_of_the_eval_model_runs_on_images(batch, seed, jac=torch.func.jacrev) ->
     torch.func.vmap(jac(model))(images)
 
 
-@pytest.mark.parametrize(("page", "quote", "jacobians"), [
-    ("reference/misconceptions", "`BatchNorm2d` on an image batch)", ()),
-    ("reference/look-up-the-questions-people-ask", "`BatchNorm2d` on an image",
-     (st.just(torch.func.jacfwd),)),
+@pytest.mark.parametrize(("page", "quote", "families"), [
+    ("reference/misconceptions", "`BatchNorm2d` on an image batch)", (st.integers(2, 5), SEEDS)),
+    ("reference/look-up-the-questions-people-ask", "`BatchNorm2d` on an image", (
+        labelled(st.integers(2, 5), "image batch sizes B, 2 to 5, through a Conv2d + BatchNorm2d model in eval mode"),
+        labelled(SEEDS, "seeds of the model's weights and the images"),
+        labelled(st.just(torch.func.jacfwd), "jacfwd, as the sentence's vmap(jacfwd(model))"))),
 ])
-def test_i2_batchnorm2d_raises_on_one_image_too(real_claims, page, quote, jacobians):
+def test_i2_batchnorm2d_raises_on_one_image_too(real_claims, page, quote, families):
     replay(real_claims, page, quote, vmap_of_the_eval_model_runs_on_images,
-           st.integers(2, 5), SEEDS, *jacobians, fails_on=", ", because="expected 4D input")
+           *families, fails_on=", ", because="expected 4D input")
 
 
 def torch_func_refuses_every_captured_change(change, transform) -> bool:
@@ -2829,3 +2832,84 @@ def test_s7_r3_train_batchnorm_has_no_per_sample_jacobian(real_claims):
     replay(real_claims, "reference/misconceptions", "(in training mode BatchNorm",
            vmap_jacrev_gives_each_samples_training_jacobian, train_batchnorm_models(),
            fails_on="BatchNorm", because="expected")
+
+
+STATINGS = ("in order", "in order, with more around", "as shown", "a sign flipped", "reversed", "as numbers")
+TYPED_VALUES = labelled(st.lists(st.integers(-99, 99) | st.booleans(), min_size=1, max_size=3),
+                        "typed lists of 1 to 3 integers from -99 to 99, True or False")
+SENTENCES = labelled(st.sampled_from(STATINGS), "sentences stating them in order, with more around, "
+                     "not at all, with a sign or a True/False flipped, reversed, or True as 1")
+
+
+def a_typed_value_is_the_sentences_when_it_states_its_numbers(values, how) -> bool:
+    """s7 audit #36 and reveal #12, how-this-site-is-built.md: "called the value the
+    sentence states only when the sentence states its numbers", read as the oracle
+    applied it: a typed True or False, with no number to state, was always the
+    sentence's, even after "it raises" or "0/0 = nan"."""
+    import oracle
+
+    if how not in ("in order", "as shown"):
+        return True  # the old sentence and the new agree on the slips
+    sentence = "the values are " + (" and ".join(map(str, values)) if how == "in order" else "as shown")
+    old = how == "in order" or all(isinstance(v, bool) for v in values)
+    return oracle._side(f"torch.tensor({list(values)})", 0.0, quote=sentence).startswith(
+        "the value the sentence states" if old else "the value typed in the check")
+
+
+def a_typed_true_or_false_is_always_the_checks(values, how) -> bool:
+    """s7 audit #36, the edit that stayed green: "a typed True or False, which states
+    no number, is always called the value typed in the check"."""
+    import oracle
+
+    if not all(isinstance(v, bool) for v in values):
+        return True
+    sentence = "the values are " + " and ".join(map(str, values))
+    return oracle._side(f"torch.tensor({list(values)})", 0.0, quote=sentence).startswith(
+        "the value typed in the check")
+
+
+def test_s7_audit_36_a_typed_true_or_false_is_the_sentences_only_when_it_says_so(real_claims):
+    for old_sentence, member in ((a_typed_value_is_the_sentences_when_it_states_its_numbers, "[False], 'as shown'"),
+                                 (a_typed_true_or_false_is_always_the_checks, "[False]")):
+        replay(real_claims, "reference/how-this-site-is-built", "A value typed into a check is called",
+               old_sentence, TYPED_VALUES, SENTENCES, fails_on=member)
+
+
+def replay_check_yourself(edit, words: str) -> None:
+    """Run how-this-site-is-built.md's Check yourself answer cell and its hidden
+    check as the page has them (they pass), then with ``edit`` applied to the answer:
+    the hidden check must raise ClaimFailed, saying ``words``."""
+    from autograd_docs.code_cells import code_cells
+
+    page = Path(__file__).resolve().parent.parent / "docs" / "reference" / "how-this-site-is-built.md"
+    cells = [cell.source for cell in code_cells(page.read_text(encoding="utf8"), page)]
+    at = next(i for i, source in enumerate(cells) if "sin'(0) matches finite differences" in source)
+    answer, hidden = cells[at], cells[at + 1]
+    edited = edit(answer)
+    assert edited != answer, "the answer cell changed: revisit this replay"
+    for source, holds in ((answer, True), (edited, False)):
+        namespace = {"torch": torch, "check_text": check_text, "In": ["", source, hidden]}
+        exec(source, namespace)
+        try:
+            exec(hidden, namespace)
+        except ClaimFailed as failure:
+            assert not holds and words in str(failure), failure
+        else:
+            assert holds, f"the edited answer passes the hidden check:\n{edited}"
+
+
+def test_s7_audit_24_one_oracle_twice_fails_exercise_1():
+    """s7 audit #24, how-this-site-is-built.md (Check yourself 1): the hidden check
+    compared t.grad with a typed ones(1) only, so an answer with one oracle twice (a
+    second cos 0 for the finite differences) stayed green."""
+    replay_check_yourself(lambda answer: answer.replace(
+        "finite_difference_jacobian(\n        lambda s: torch.sin(s).sum(), t\n    )", "torch.cos(torch.zeros(1))"),
+        "['the closed form cos', 'the closed form cos']")
+
+
+def test_s7_exercise_2_numbers_that_disagree_fail_it():
+    """how-this-site-is-built.md (Check yourself 2), "refuses a claim whose shape is
+    wrong even when the numbers agree": the hidden check read only the refusal, so
+    ones(2) against zeros(2, 1), refused for its shape too, stayed green."""
+    replay_check_yourself(lambda answer: answer.replace("torch.ones(2, 1),", "torch.zeros(2, 1),"),
+                          "(True, False, '(shape (2,) != expected (2, 1))')")
