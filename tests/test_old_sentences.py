@@ -2913,3 +2913,104 @@ def test_s7_exercise_2_numbers_that_disagree_fail_it():
     ones(2) against zeros(2, 1), refused for its shape too, stayed green."""
     replay_check_yourself(lambda answer: answer.replace("torch.ones(2, 1),", "torch.zeros(2, 1),"),
                           "(True, False, '(shape (2,) != expected (2, 1))')")
+
+
+# -- s7 audit (issue 37): rows 18, 20, 26 and reveals 22, 29 ----------------------------
+
+def test_s7_audit_18_gradcheck_s_numbers_are_read_from_gradcheck(real_claims):
+    """s7 audit #18, where-derivatives-do-not-exist.md: "gradcheck at exactly 0
+    compares 0 with 0.5" was checked on the page's own central slope, so "compares 0
+    with 1, its forward-difference slope" stayed green. The check now reads the two
+    numbers from gradcheck's error message, which says 0.5, not 1."""
+    [record] = [r for r in _records_quoting(real_claims, "explanation/where-derivatives-do-not-exist",
+                                            "at exactly 0 compares 0 with 0.5 for relu and fails")
+                if r["check"] == "check_close"]
+    assert "gradcheck_compared" in record["compared"], record["compared"]
+    with pytest.raises(RuntimeError) as raised:
+        torch.autograd.gradcheck(torch.relu, (torch.zeros(1, dtype=torch.float64, requires_grad=True),))
+    said = str(raised.value)
+    assert "numerical:tensor([[0.5000]]" in said and "analytical:tensor([[0.]]" in said, said
+    assert "numerical:tensor([[1.0000]]" not in said
+
+
+# the page's optimizers with weight decay or momentum (stop-gradients.md)
+MOVING_OPTIMIZERS = {"Adam": (torch.optim.Adam, {}), "AdamW": (torch.optim.AdamW, {}),
+                     "RMSprop momentum": (torch.optim.RMSprop, {"momentum": 0.9}),
+                     "RMSprop weight decay": (torch.optim.RMSprop, {"weight_decay": 0.1}),
+                     "SGD momentum": (torch.optim.SGD, {"momentum": 0.9}),
+                     "SGD weight decay": (torch.optim.SGD, {"weight_decay": 0.1})}
+
+
+def only_sgd_moves_a_zeroed_frozen_weight(net, name, steps) -> bool:
+    """s7 audit #26's edit: "an SGD optimizer with weight decay or momentum keeps
+    moving the frozen weight at every step; Adam, AdamW and RMSprop leave it in place"."""
+    optimizer_class, options = MOVING_OPTIMIZERS[name]
+    optimizer = optimizer_class(net.parameters(), lr=0.1, **options)
+    batch = torch.ones(3, net.in_features, dtype=torch.float64)
+    net(batch).pow(2).sum().backward()
+    optimizer.step()
+    net[0].requires_grad_(False)
+    before = net[0].weight.detach().clone()
+    for _step in range(steps):
+        optimizer.zero_grad(set_to_none=False)
+        net(batch).pow(2).sum().backward()
+        optimizer.step()
+    return name.startswith("SGD") or torch.equal(net[0].weight.detach(), before)
+
+
+def test_s7_audit_26_adam_adamw_and_rmsprop_move_a_zeroed_frozen_weight(real_claims):
+    """s7 audit #26, stop-gradients.md: "an optimizer with weight decay or momentum
+    keeps moving the frozen weight" was checked over SGD only."""
+    moving = st.sampled_from(sorted(MOVING_OPTIMIZERS))
+    moving.family_name = ("optimizers with weight decay or momentum: SGD and RMSprop with either, "
+                          "Adam (beta1), AdamW (beta1 and its default decay)")
+    replay(real_claims, "how-to/stop-gradients", "With `zero_grad(set_to_none=False)` the frozen",
+           only_sgd_moves_a_zeroed_frozen_weight, small_networks(batchnorm=False), moving,
+           labelled(st.integers(1, 3), "steps after freezing, from 1 to 3"), fails_on="'Adam")
+
+
+def one_entry_per_column_for(member, *, permutations: bool, networks: bool) -> bool:
+    """misconceptions.md's summary ("exactly when each column of J has at most one
+    non-zero"), with permutations or one-output networks struck from its cases."""
+    fn, point = member
+    if isinstance(fn, torch.nn.Module):
+        stated = networks and fn(point).shape[1] == 1 and not any(
+            isinstance(m, torch.nn.BatchNorm1d) for m in fn.modules())
+    else:
+        stated = fn.kind == "elementwise" or permutations and (
+            fn.kind == "permutation" or fn.name == "sort(x)")
+    return one_entry_per_column(jacobian_rows(fn, point)) == stated
+
+
+@pytest.mark.parametrize("struck, fails_on", [("permutations", "x["), ("networks", "Linear(")])
+def test_s7_audit_20_the_summary_s_family_reaches_each_case_it_names(real_claims, struck, fails_on):
+    """s7 audit #20, misconceptions.md: the summary's "(elementwise maps, permutations,
+    independent samples with one scalar output each)" drew 3 members, none a
+    permutation or a one-output network, so "a permutation does not qualify" passed."""
+    import functools
+
+    old_sentence = functools.partial(one_entry_per_column_for, permutations=struck != "permutations",
+                                     networks=struck != "networks")
+    replay(real_claims, "reference/misconceptions", "A ones seed gives every non-zero entry of $J$ exactly",
+           old_sentence, maps_and_inputs(), fails_on=fails_on)
+
+
+def test_s7_audit_reveal_22_the_mask_is_checked_in_each_dtype(real_claims):
+    """s7 audit reveal 3, debug-nan-and-wrong-gradients.md: "To avoid both, mask zero
+    vectors" ran in a loop over three dtypes whose reveal showed the float32 run only.
+    It is now a family whose members are float32, float16 and bfloat16."""
+    found = _records_quoting(real_claims, "how-to/debug-nan-and-wrong-gradients", "To avoid both, mask zero vectors")
+    [record] = found
+    assert record["check"] == "check_property", found
+    assert sorted(record["drawn"]) == ["torch.bfloat16", "torch.float16", "torch.float32"], record["drawn"]
+
+
+def test_s7_audit_reveal_29_the_slowdown_says_its_ratio_and_what_was_timed(real_claims):
+    """s7 audit reveal 6: the anomaly-mode slowdown showed only "`slowdown > 3` is True"."""
+    import re
+
+    for words in ("That slows the forward pass down", "turn it off again afterwards"):
+        [record] = _records_quoting(real_claims, "how-to/debug-nan-and-wrong-gradients", words)
+        assert "only the forward pass was timed" in record["claim"], record["claim"]
+        ratio = re.search(r"took (\d+\.\d) times the CPU time", record["claim"])
+        assert ratio and float(ratio.group(1)) > 3, record["claim"]
