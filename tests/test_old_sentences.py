@@ -42,6 +42,7 @@ from oracle import (  # noqa: E402
 )
 from reader_settings import (  # noqa: E402
     autocast_dtypes,
+    batch_norm_models,
     compiled_modules,
     multi_feature_inputs,
     multi_term_losses,
@@ -1400,22 +1401,31 @@ def test_howto39_9_train_mode_batch_norm_fills_the_cross_blocks(real_claims):
            fails_on="BatchNorm1d", because="cross-sample blocks")
 
 
-def eval_per_sample_gradients_average_to_the_training_gradient(setting) -> None:
-    """Row 8, get-a-full-jacobian-or-hessian.md:955-957: "take per-sample gradients with
-    the model in `eval()` mode", as the per-sample gradients of the training forward."""
-    model = setting.model
+def per_sample_gradients(model, inputs):
+    """vmap(grad) of each sample's loss, the sample as a batch of one, as the page does."""
     params = {n: p.detach() for n, p in model.named_parameters()}
 
     def row_loss(p, row):
         return torch.func.functional_call(model, p, (row[None],)).pow(2).mean()
 
-    model.eval()
-    per_sample = torch.func.vmap(torch.func.grad(row_loss), in_dims=(None, 0))(params, setting.inputs.detach())
-    model.train()
+    return torch.func.vmap(torch.func.grad(row_loss), in_dims=(None, 0))(params, inputs.detach())
+
+
+def check_mean_is_the_training_gradient(setting, model, per_sample) -> None:
     model.zero_grad()
     model(setting.inputs.detach()).pow(2).mean().backward()
     for name, p in model.named_parameters():
         check_close(per_sample[name].mean(0), p.grad, f"{setting}: {name}, the training gradient")
+
+
+def eval_per_sample_gradients_average_to_the_training_gradient(setting) -> None:
+    """Row 8, get-a-full-jacobian-or-hessian.md:955-957: "take per-sample gradients with
+    the model in `eval()` mode", as the per-sample gradients of the training forward."""
+    model = setting.model
+    model.eval()
+    per_sample = per_sample_gradients(model, setting.inputs)
+    model.train()
+    check_mean_is_the_training_gradient(setting, model, per_sample)
 
 
 def test_howto39_8_eval_per_sample_gradients_are_of_another_function(real_claims):
@@ -2726,21 +2736,13 @@ def replaced_batch_norm_gives_per_sample_training_gradients(setting) -> None:
 
     model = copy.deepcopy(setting.model)
     torch.func.replace_all_batch_norm_modules_(model)
-    params = {n: p.detach() for n, p in model.named_parameters()}
-
-    def row_loss(p, row):
-        return torch.func.functional_call(model, p, (row[None],)).pow(2).mean()
-
-    per_sample = torch.func.vmap(torch.func.grad(row_loss), in_dims=(None, 0))(params, setting.inputs.detach())
-    model.zero_grad()
-    model(setting.inputs.detach()).pow(2).mean().backward()
-    for name, p in model.named_parameters():
-        check_close(per_sample[name].mean(0), p.grad, f"{setting}: {name}, the training gradient")
+    per_sample = per_sample_gradients(model, setting.inputs)
+    check_mean_is_the_training_gradient(setting, model, per_sample)
 
 
 def test_s6_f6_replacing_batch_norm_gives_no_per_sample_gradients(real_claims):
     replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "`replace_all_batch_norm_modules_` does not help here",
-           replaced_batch_norm_gives_per_sample_training_gradients, train_mode_models(layers=("BatchNorm1d",)),
+           replaced_batch_norm_gives_per_sample_training_gradients, batch_norm_models(),
            fails_on="BatchNorm1d", because="Expected more than 1 value per channel")
 
 
@@ -2791,3 +2793,24 @@ def test_s6_f9_micro_batches_under_ddp_all_reduce_each_backward(real_claims):
     replay(real_claims, "how-to/accumulate-zero-and-reuse-gradients", "Under `DistributedDataParallel`, each",
            accumulating_under_ddp_all_reduces_once, labelled(st.integers(2, 5), "K micro-batches, 2 to 5"),
            labelled(st.integers(0, 2**16), "seeds of the model and the batch"), fails_on="")
+
+
+def every_replaced_batch_norm_refuses_a_sample(setting) -> bool:
+    """s7 E1/C1, get-a-full-jacobian-or-hessian.md: "under `vmap` each sample is a
+    batch of one, which BatchNorm in training mode refuses". BatchNorm2d on images
+    runs, normalizing each image alone (an instance norm)."""
+    import copy
+
+    model = copy.deepcopy(setting.model)
+    torch.func.replace_all_batch_norm_modules_(model)
+    try:
+        per_sample_gradients(model, setting.inputs)
+    except ValueError:
+        return True
+    return False
+
+
+def test_s7_e1_replaced_batch_norm2d_runs_on_images(real_claims):
+    replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "`replace_all_batch_norm_modules_` does not help here",
+           every_replaced_batch_norm_refuses_a_sample, batch_norm_models(), fails_on="BatchNorm2d")
+
