@@ -2814,3 +2814,23 @@ def test_s7_e1_replaced_batch_norm2d_runs_on_images(real_claims):
     replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "`replace_all_batch_norm_modules_` does not help here",
            every_replaced_batch_norm_refuses_a_sample, batch_norm_models(), fails_on="BatchNorm2d")
 
+
+def unseeded_comparison_agrees_with_the_trick(setting, seed) -> bool:
+    """s7 G2, differentiate-elementwise-functions-at-many-points.md: "compare the trick
+    with ... the diagonal blocks of the batch Jacobian", said of any layer: with
+    train-mode Dropout each call draws its own mask, and the right trick disagrees."""
+    net = torch.nn.Sequential(*setting.model[:-1], torch.nn.Dropout(0.5), setting.model[-1]).train()
+    x = setting.inputs.detach().requires_grad_(True)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        out = net(x)
+        (seeded,) = torch.autograd.grad(out, x, torch.ones_like(out))
+        J = torch.func.jacrev(lambda t: net(t)[:, 0])(x.detach())
+    return torch.allclose(seeded, torch.stack([J[b, b] for b in range(len(x))]), atol=1e-6)
+
+
+def test_s7_g2_the_trap_comparison_needs_one_dropout_mask(real_claims):
+    replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points", "With Dropout in training mode each",
+           unseeded_comparison_agrees_with_the_trick, sample_batches(), labelled(SEEDS, "seeds of the Dropout masks"),
+           fails_on="")
+
