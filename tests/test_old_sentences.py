@@ -2834,3 +2834,12 @@ def test_s7_g2_the_trap_comparison_needs_one_dropout_mask(real_claims):
            unseeded_comparison_agrees_with_the_trick, sample_batches(), labelled(SEEDS, "seeds of the Dropout masks"),
            fails_on="")
 
+
+def test_s7_i2_a_cast_that_changes_nothing_is_the_leaf(real_claims):
+    """s7 I2/C3, backpropagate-from-a-non-scalar-output.md: "For an `x` computed from a
+    leaf, such as `x = w.double()` ..." read of any cast: x.float(), x.to(float32) and
+    x.to('cpu') of a float32 CPU leaf return the leaf."""
+    from reader_settings import moved_leaves
+
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output", "A cast to the dtype and device",
+           every_move_is_a_non_leaf_copy, moved_leaves(), fails_on="x.to(float32)")
