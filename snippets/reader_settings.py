@@ -100,6 +100,25 @@ def train_mode_models(draw, layers: tuple[str, ...] = tuple(_TRAIN_LAYERS)) -> S
                    _leaf(seed, batch, features), layer)
 
 
+@named("models with BatchNorm in training mode: BatchNorm1d on rows (N, F), "
+       "BatchNorm2d on image batches (B, C, H, W)")
+@st.composite
+def batch_norm_models(draw) -> Setting:
+    """BatchNorm as readers use it: BatchNorm1d in an MLP, or BatchNorm2d after a
+    conv on images, whose batch of one still holds H * W values per channel."""
+    if draw(st.sampled_from(("BatchNorm1d", "BatchNorm2d"))) == "BatchNorm1d":
+        return draw(train_mode_models(layers=("BatchNorm1d",)))
+    batch, channels, side, seed = (draw(BATCH_SIZES), draw(st.integers(1, 3)),
+                                   draw(st.integers(3, 6)), draw(SEEDS))
+    with seeded(seed):
+        model = torch.nn.Sequential(
+            torch.nn.Conv2d(channels, 2, 3, padding=1), torch.nn.BatchNorm2d(2),
+            torch.nn.Tanh(), torch.nn.Flatten(),
+            torch.nn.Linear(2 * side * side, 1)).to(DTYPE).train()
+    return Setting(f"conv with BatchNorm2d (train) on ({batch}, {channels}, {side}, {side}) images",
+                   model, _leaf(seed, batch, channels, side, side), "BatchNorm2d")
+
+
 @dataclass(frozen=True)
 class Loss:
     """A loss of several terms, each a scalar function of the same tensor."""
@@ -223,7 +242,7 @@ def shapes_and_dims() -> st.SearchStrategy[tuple[tuple[int, ...], int]]:
 
 
 FAMILIES = (multi_feature_inputs, image_batches, sample_batches, train_mode_models,
-            multi_term_losses, autocast_dtypes, compiled_modules, non_leaf_inputs,
+            batch_norm_models, multi_term_losses, autocast_dtypes, compiled_modules, non_leaf_inputs,
             moved_leaves, shapes_and_dims)
 
 

@@ -43,6 +43,7 @@ from oracle import (  # noqa: E402
 )
 from reader_settings import (  # noqa: E402
     autocast_dtypes,
+    batch_norm_models,
     compiled_modules,
     multi_feature_inputs,
     multi_term_losses,
@@ -1403,22 +1404,31 @@ def test_howto39_9_train_mode_batch_norm_fills_the_cross_blocks(real_claims):
            fails_on="BatchNorm1d", because="cross-sample blocks")
 
 
-def eval_per_sample_gradients_average_to_the_training_gradient(setting) -> None:
-    """Row 8, get-a-full-jacobian-or-hessian.md:955-957: "take per-sample gradients with
-    the model in `eval()` mode", as the per-sample gradients of the training forward."""
-    model = setting.model
+def per_sample_gradients(model, inputs):
+    """vmap(grad) of each sample's loss, the sample as a batch of one, as the page does."""
     params = {n: p.detach() for n, p in model.named_parameters()}
 
     def row_loss(p, row):
         return torch.func.functional_call(model, p, (row[None],)).pow(2).mean()
 
-    model.eval()
-    per_sample = torch.func.vmap(torch.func.grad(row_loss), in_dims=(None, 0))(params, setting.inputs.detach())
-    model.train()
+    return torch.func.vmap(torch.func.grad(row_loss), in_dims=(None, 0))(params, inputs.detach())
+
+
+def check_mean_is_the_training_gradient(setting, model, per_sample) -> None:
     model.zero_grad()
     model(setting.inputs.detach()).pow(2).mean().backward()
     for name, p in model.named_parameters():
         check_close(per_sample[name].mean(0), p.grad, f"{setting}: {name}, the training gradient")
+
+
+def eval_per_sample_gradients_average_to_the_training_gradient(setting) -> None:
+    """Row 8, get-a-full-jacobian-or-hessian.md:955-957: "take per-sample gradients with
+    the model in `eval()` mode", as the per-sample gradients of the training forward."""
+    model = setting.model
+    model.eval()
+    per_sample = per_sample_gradients(model, setting.inputs)
+    model.train()
+    check_mean_is_the_training_gradient(setting, model, per_sample)
 
 
 def test_howto39_8_eval_per_sample_gradients_are_of_another_function(real_claims):
@@ -2729,21 +2739,13 @@ def replaced_batch_norm_gives_per_sample_training_gradients(setting) -> None:
 
     model = copy.deepcopy(setting.model)
     torch.func.replace_all_batch_norm_modules_(model)
-    params = {n: p.detach() for n, p in model.named_parameters()}
-
-    def row_loss(p, row):
-        return torch.func.functional_call(model, p, (row[None],)).pow(2).mean()
-
-    per_sample = torch.func.vmap(torch.func.grad(row_loss), in_dims=(None, 0))(params, setting.inputs.detach())
-    model.zero_grad()
-    model(setting.inputs.detach()).pow(2).mean().backward()
-    for name, p in model.named_parameters():
-        check_close(per_sample[name].mean(0), p.grad, f"{setting}: {name}, the training gradient")
+    per_sample = per_sample_gradients(model, setting.inputs)
+    check_mean_is_the_training_gradient(setting, model, per_sample)
 
 
 def test_s6_f6_replacing_batch_norm_gives_no_per_sample_gradients(real_claims):
     replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "`replace_all_batch_norm_modules_` does not help here",
-           replaced_batch_norm_gives_per_sample_training_gradients, train_mode_models(layers=("BatchNorm1d",)),
+           replaced_batch_norm_gives_per_sample_training_gradients, batch_norm_models(),
            fails_on="BatchNorm1d", because="Expected more than 1 value per channel")
 
 
@@ -3014,3 +3016,53 @@ def test_s7_audit_reveal_29_the_slowdown_says_its_ratio_and_what_was_timed(real_
         assert "only the forward pass was timed" in record["claim"], record["claim"]
         ratio = re.search(r"took (\d+\.\d) times the CPU time", record["claim"])
         assert ratio and float(ratio.group(1)) > 3, record["claim"]
+
+
+def every_replaced_batch_norm_refuses_a_sample(setting) -> bool:
+    """s7 E1/C1, get-a-full-jacobian-or-hessian.md: "under `vmap` each sample is a
+    batch of one, which BatchNorm in training mode refuses". BatchNorm2d on images
+    runs, normalizing each image alone (an instance norm)."""
+    import copy
+
+    model = copy.deepcopy(setting.model)
+    torch.func.replace_all_batch_norm_modules_(model)
+    try:
+        per_sample_gradients(model, setting.inputs)
+    except ValueError:
+        return True
+    return False
+
+
+def test_s7_e1_replaced_batch_norm2d_runs_on_images(real_claims):
+    replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "`replace_all_batch_norm_modules_` does not help here",
+           every_replaced_batch_norm_refuses_a_sample, batch_norm_models(), fails_on="BatchNorm2d")
+
+
+def unseeded_comparison_agrees_with_the_trick(setting, seed) -> bool:
+    """s7 G2, differentiate-elementwise-functions-at-many-points.md: "compare the trick
+    with ... the diagonal blocks of the batch Jacobian", said of any layer: with
+    train-mode Dropout each call draws its own mask, and the right trick disagrees."""
+    net = torch.nn.Sequential(*setting.model[:-1], torch.nn.Dropout(0.5), setting.model[-1]).train()
+    x = setting.inputs.detach().requires_grad_(True)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        out = net(x)
+        (seeded,) = torch.autograd.grad(out, x, torch.ones_like(out))
+        J = torch.func.jacrev(lambda t: net(t)[:, 0])(x.detach())
+    return torch.allclose(seeded, torch.stack([J[b, b] for b in range(len(x))]), atol=1e-6)
+
+
+def test_s7_g2_the_trap_comparison_needs_one_dropout_mask(real_claims):
+    replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points", "With Dropout in training mode each",
+           unseeded_comparison_agrees_with_the_trick, sample_batches(), labelled(SEEDS, "seeds of the Dropout masks"),
+           fails_on="")
+
+
+def test_s7_i2_a_cast_that_changes_nothing_is_the_leaf(real_claims):
+    """s7 I2/C3, backpropagate-from-a-non-scalar-output.md: "For an `x` computed from a
+    leaf, such as `x = w.double()` ..." read of any cast: x.float(), x.to(float32) and
+    x.to('cpu') of a float32 CPU leaf return the leaf."""
+    from reader_settings import moved_leaves
+
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output", "A cast to the dtype and device",
+           every_move_is_a_non_leaf_copy, moved_leaves(), fails_on="x.to(float32)")

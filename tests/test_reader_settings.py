@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 from hypothesis import find, given, settings
+from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "snippets"))
 import families  # noqa: E402
@@ -55,16 +56,22 @@ def test_sample_batches_hold_rows_and_images():
 
 
 @SAMPLE
-@given(rs.train_mode_models())
+@given(st.one_of(rs.train_mode_models(), rs.batch_norm_models()))
 def test_a_train_mode_member_is_in_training_mode_with_its_layer(setting):
     assert setting.model.training
     assert any(type(layer).__name__ == setting.kind for layer in setting.model)
+    assert setting.inputs.dim() == (4 if setting.kind == "BatchNorm2d" else 2), setting
     one_score_per_sample(setting)
 
 
 def test_train_mode_models_hold_dropout_and_batchnorm():
     assert member(rs.train_mode_models(), lambda s: s.kind == "Dropout")
     assert member(rs.train_mode_models(), lambda s: s.kind == "BatchNorm1d")
+
+
+def test_batch_norm_models_hold_rows_and_image_batches():
+    assert member(rs.batch_norm_models(), lambda s: s.kind == "BatchNorm1d")
+    assert member(rs.batch_norm_models(), lambda s: s.kind == "BatchNorm2d")
 
 
 @SAMPLE
