@@ -2791,3 +2791,25 @@ def test_s6_f9_micro_batches_under_ddp_all_reduce_each_backward(real_claims):
     replay(real_claims, "how-to/accumulate-zero-and-reuse-gradients", "Under `DistributedDataParallel`, each",
            accumulating_under_ddp_all_reduces_once, labelled(st.integers(2, 5), "K micro-batches, 2 to 5"),
            labelled(st.integers(0, 2**16), "seeds of the model and the batch"), fails_on="")
+
+
+def made_under_no_grad_does_not_require_grad(chain, how) -> None:
+    """s7 I1/C1, get-gradients-of-intermediate-tensors.md: "every tensor that does
+    not require grad is a leaf, whatever made it: ... or anything computed under
+    `torch.no_grad()`", read with its family: whatever made it without recording an
+    operation, it is a leaf that does not require grad. A view of the leaf taken under
+    no_grad requires grad."""
+    from second_backward import MADE_WITHOUT_GRAD
+
+    t = MADE_WITHOUT_GRAD[how](chain, torch.tensor([0.5, 1.0, 2.0, 3.0], requires_grad=True))
+    assert t.is_leaf and not t.requires_grad, f"{how}: requires grad"
+
+
+def test_s7_i1_c1_a_view_under_no_grad_requires_grad(real_claims):
+    from second_backward import NON_SCALAR_OPERATIONS, made_without_grad
+
+    replay(real_claims, "how-to/get-gradients-of-intermediate-tensors",
+           "every tensor that does **not** require grad is a leaf, whatever made it: a constant",
+           made_under_no_grad_does_not_require_grad, operation_chains(NON_SCALAR_OPERATIONS),
+           made_without_grad(),
+           fails_on="a view of the leaf under no_grad", because="requires grad")
