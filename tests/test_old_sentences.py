@@ -2813,3 +2813,32 @@ def test_s7_i1_c1_a_view_under_no_grad_requires_grad(real_claims):
            made_under_no_grad_does_not_require_grad, operation_chains(NON_SCALAR_OPERATIONS),
            made_without_grad(),
            fails_on="a view of the leaf under no_grad", because="requires grad")
+
+
+def reentrant_checkpoint_takes_the_penalty(setting) -> bool:
+    """s7 G1, penalize-the-gradient-with-respect-to-the-inputs.md: "Three setups
+    break a gradient penalty where a plain loss works" left out activation
+    checkpointing: with use_reentrant=True, autograd.grad through the critic raises."""
+    from torch.utils.checkpoint import checkpoint
+
+    x = setting.inputs.detach().requires_grad_()
+    s = checkpoint(setting.model, x, use_reentrant=True)
+    (g,) = torch.autograd.grad(s, x, torch.ones_like(s), create_graph=True)
+    return bool(torch.isfinite(g).all())
+
+
+def test_s7_g1_reentrant_checkpointing_breaks_the_penalty(real_claims):
+    replay(real_claims, "how-to/penalize-the-gradient-with-respect-to-the-inputs",
+           "**Activation checkpointing.** `torch.utils.checkpoint.checkpoint` with `use_reentrant=True`",
+           reentrant_checkpoint_takes_the_penalty, sample_batches(), fails_on="",
+           because="When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad()")
+
+
+def test_s7_c2_the_first_amp_penalty_is_checked_nan_not_just_non_finite(real_claims):
+    """s7 C2, penalize-the-gradient-with-respect-to-the-inputs.md: "so the first
+    penalty comes out NaN" was checked as isfinite() == False, which inf passes too.
+    The check now compares "nan", "inf" or "finite"."""
+    found = [r for r in real_claims["how-to/penalize-the-gradient-with-respect-to-the-inputs"]
+             if "the first penalty comes out NaN" in " ".join(r["quote"].split())]
+    assert len(found) == 1, f"{len(found)} checks quote the NaN sentence: revisit this test"
+    assert "(65536.0, 'nan', True)" in found[0]["compared"], found[0]["compared"]
