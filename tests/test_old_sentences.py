@@ -2842,3 +2842,23 @@ def test_s7_c2_the_first_amp_penalty_is_checked_nan_not_just_non_finite(real_cla
              if "the first penalty comes out NaN" in " ".join(r["quote"].split())]
     assert len(found) == 1, f"{len(found)} checks quote the NaN sentence: revisit this test"
     assert "(65536.0, 'nan', True)" in found[0]["compared"], found[0]["compared"]
+
+
+@pytest.mark.parametrize("page", ["how-to/pass-options-to-torch-func-transforms",
+                                  "how-to/handle-operations-with-no-useful-derivative"])
+def test_s7_i2_three_minus_j_needs_its_index_base(page):
+    """s7 I2: "appears in 3 - j partial sums" held only for 0-based j, which neither
+    page said; read 1-based, as a = (1, 2, 3) invites, it gives (2, 1, 0) against
+    the gradient (3, 2, 1). The page must state the base, and it must be the one
+    that gives the gradient."""
+    import re
+
+    text = " ".join((Path(__file__).resolve().parent.parent / "docs" / f"{page}.md").read_text().split())
+    stated = re.findall(r"counting \$j = (\d), (\d), (\d)\$, appears in \$3 - j\$", text)
+    assert stated and len(stated) == text.count("$3 - j$"), f"docs/{page}.md: a 3 - j without its j"
+    [(first, second, third)] = set(stated)
+    j = torch.tensor([float(first), float(second), float(third)])
+    x = torch.ones(3, requires_grad=True)
+    x.cumsum(0).sum().backward()
+    check_close(3 - j, x.grad, f"docs/{page}.md: 3 - j for the stated j")
+    assert not torch.equal(3 - torch.tensor([1.0, 2.0, 3.0]), x.grad), "1-based j reads right"
