@@ -29,6 +29,10 @@ OPERATIONS = {
     "x + x": lambda t: t + t,
 }
 
+# Those that leave at least one dimension, so that any chain of them applies
+# (x[::2] and flip(x) refuse the 0-dim result of x.mean()).
+NON_SCALAR_OPERATIONS = tuple(name for name in OPERATIONS if name != "x.mean()")
+
 # A shorter list to draw from: arithmetic with a constant, a square, exp, relu, flip
 # and clone.
 SIMPLE_OPERATIONS = ("x + 1", "10 * x", "exp(x)", "x ** 2", "flip(x)", "x / 2", "relu(x)",
@@ -53,6 +57,28 @@ def summed_chain(chain: list[str], leaf: torch.Tensor) -> torch.Tensor:
     for name in chain:
         out = OPERATIONS[name](out)
     return out.sum()
+
+
+def _under_no_grad(make, leaf: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        return make(leaf)
+
+
+# Ways to make a tensor from a leaf that requires grad without recording an operation.
+# All give a leaf; all but the view under no_grad give one that does not require grad.
+NO_GRAD_VIEW = "a view of the leaf under no_grad"
+MADE_WITHOUT_GRAD = {
+    "a constant": lambda chain, leaf: torch.tensor(2.0),
+    "from plain tensors": lambda chain, leaf: summed_chain(chain, leaf.detach().clone()),
+    "under no_grad": lambda chain, leaf: _under_no_grad(lambda t: summed_chain(chain, t), leaf),
+    "detached": lambda chain, leaf: summed_chain(chain, leaf).detach(),
+    NO_GRAD_VIEW: lambda chain, leaf: _under_no_grad(lambda t: t[1:], leaf),
+}
+
+
+def made_without_grad() -> st.SearchStrategy[str]:
+    """A name of ``MADE_WITHOUT_GRAD``."""
+    return st.sampled_from(sorted(MADE_WITHOUT_GRAD))
 
 
 def survives_a_second_pass(chain: list[str], leaf: torch.Tensor) -> bool:

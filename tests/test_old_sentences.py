@@ -3066,3 +3066,74 @@ def test_s7_i2_a_cast_that_changes_nothing_is_the_leaf(real_claims):
 
     replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output", "A cast to the dtype and device",
            every_move_is_a_non_leaf_copy, moved_leaves(), fails_on="x.to(float32)")
+
+
+def made_under_no_grad_does_not_require_grad(chain, how) -> None:
+    """s7 I1/C1, get-gradients-of-intermediate-tensors.md: "every tensor that does
+    not require grad is a leaf, whatever made it: ... or anything computed under
+    `torch.no_grad()`", read with its family: whatever made it without recording an
+    operation, it is a leaf that does not require grad. A view of the leaf taken under
+    no_grad requires grad."""
+    from second_backward import MADE_WITHOUT_GRAD
+
+    t = MADE_WITHOUT_GRAD[how](chain, torch.tensor([0.5, 1.0, 2.0, 3.0], requires_grad=True))
+    assert t.is_leaf and not t.requires_grad, f"{how}: requires grad"
+
+
+def test_s7_i1_c1_a_view_under_no_grad_requires_grad(real_claims):
+    from second_backward import NON_SCALAR_OPERATIONS, made_without_grad
+
+    replay(real_claims, "how-to/get-gradients-of-intermediate-tensors",
+           "every tensor that does **not** require grad is a leaf, whatever made it: a constant",
+           made_under_no_grad_does_not_require_grad, operation_chains(NON_SCALAR_OPERATIONS),
+           made_without_grad(),
+           fails_on="a view of the leaf under no_grad", because="requires grad")
+
+
+def reentrant_checkpoint_takes_the_penalty(setting) -> bool:
+    """s7 G1, penalize-the-gradient-with-respect-to-the-inputs.md: "Three setups
+    break a gradient penalty where a plain loss works" left out activation
+    checkpointing: with use_reentrant=True, autograd.grad through the critic raises."""
+    from torch.utils.checkpoint import checkpoint
+
+    x = setting.inputs.detach().requires_grad_()
+    s = checkpoint(setting.model, x, use_reentrant=True)
+    (g,) = torch.autograd.grad(s, x, torch.ones_like(s), create_graph=True)
+    return bool(torch.isfinite(g).all())
+
+
+def test_s7_g1_reentrant_checkpointing_breaks_the_penalty(real_claims):
+    replay(real_claims, "how-to/penalize-the-gradient-with-respect-to-the-inputs",
+           "**Activation checkpointing.** `torch.utils.checkpoint.checkpoint` with `use_reentrant=True`",
+           reentrant_checkpoint_takes_the_penalty, sample_batches(), fails_on="",
+           because="When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad()")
+
+
+def test_s7_c2_the_first_amp_penalty_is_checked_nan_not_just_non_finite(real_claims):
+    """s7 C2, penalize-the-gradient-with-respect-to-the-inputs.md: "so the first
+    penalty comes out NaN" was checked as isfinite() == False, which inf passes too.
+    The check now compares "nan", "inf" or "finite"."""
+    found = [r for r in real_claims["how-to/penalize-the-gradient-with-respect-to-the-inputs"]
+             if "the first penalty comes out NaN" in " ".join(r["quote"].split())]
+    assert len(found) == 1, f"{len(found)} checks quote the NaN sentence: revisit this test"
+    assert "(65536.0, 'nan', True)" in found[0]["compared"], found[0]["compared"]
+
+
+@pytest.mark.parametrize("page", ["how-to/pass-options-to-torch-func-transforms",
+                                  "how-to/handle-operations-with-no-useful-derivative"])
+def test_s7_i2_three_minus_j_needs_its_index_base(page):
+    """s7 I2: "appears in 3 - j partial sums" held only for 0-based j, which neither
+    page said; read 1-based, as a = (1, 2, 3) invites, it gives (2, 1, 0) against
+    the gradient (3, 2, 1). The page must state the base, and it must be the one
+    that gives the gradient."""
+    import re
+
+    text = " ".join((Path(__file__).resolve().parent.parent / "docs" / f"{page}.md").read_text().split())
+    stated = re.findall(r"counting \$j = (\d), (\d), (\d)\$, appears in \$3 - j\$", text)
+    assert stated and len(stated) == text.count("$3 - j$"), f"docs/{page}.md: a 3 - j without its j"
+    [(first, second, third)] = set(stated)
+    j = torch.tensor([float(first), float(second), float(third)])
+    x = torch.ones(3, requires_grad=True)
+    x.cumsum(0).sum().backward()
+    check_close(3 - j, x.grad, f"docs/{page}.md: 3 - j for the stated j")
+    assert not torch.equal(3 - torch.tensor([1.0, 2.0, 3.0]), x.grad), "1-based j reads right"
