@@ -2791,3 +2791,75 @@ def test_s6_f9_micro_batches_under_ddp_all_reduce_each_backward(real_claims):
     replay(real_claims, "how-to/accumulate-zero-and-reuse-gradients", "Under `DistributedDataParallel`, each",
            accumulating_under_ddp_all_reduces_once, labelled(st.integers(2, 5), "K micro-batches, 2 to 5"),
            labelled(st.integers(0, 2**16), "seeds of the model and the batch"), fails_on="")
+
+
+# -- s7 expert reading of the PINN how-to (M1 + C2, G1, G3, I3) ----------------------
+
+PINN_PAGE = "how-to/differentiate-a-network-output-with-respect-to-its-input"
+
+
+def no_loss_of_an_input_derivative_trains_through_compile(setting) -> bool:
+    """s7 M1: "Through `torch.compile`, second derivatives are not supported ... no
+    loss built from an input derivative can be trained". A loss that takes its
+    derivatives with torch.func inside the compiled function trains."""
+    from compiled_pinn_loss import compiled_and_eager_gradients
+
+    try:
+        compiled_and_eager_gradients(setting.model, setting.inputs.detach())
+    except RuntimeError:
+        return True
+    return False
+
+
+def test_s7_m1_a_compiled_loss_with_torch_func_derivatives_trains(real_claims):
+    replay(real_claims, PINN_PAGE, "or compile the whole loss with the derivatives taken by `torch.func`",
+           no_loss_of_an_input_derivative_trains_through_compile,
+           multi_feature_inputs(features=st.integers(2, 3)), fails_on="tanh MLP")
+
+
+def separate_jacrev_call_differentiates_the_u_of_net(setting) -> bool:
+    """s7 G1: beside `u = net(xt)`, "use `vmap(jacrev(net), randomness="different")`"
+    read as giving that u's u_x; with Dropout in training mode it draws other masks."""
+    from dropout_masks import one_mask_distance, with_dropout
+
+    net, samples = with_dropout(setting), setting.inputs.detach()
+    u_x = torch.func.vmap(torch.func.jacrev(net), randomness="different")(samples)
+    return bool((one_mask_distance(net, samples, net(samples), u_x) < 1e-9).all())
+
+
+def test_s7_g1_a_separate_jacrev_call_draws_other_masks(real_claims):
+    replay(real_claims, PINN_PAGE, "That call draws its own masks",
+           separate_jacrev_call_differentiates_the_u_of_net, multi_feature_inputs(), fails_on="tanh MLP")
+
+
+def vmap_jacfwd_runs_without_a_layer_mixing_samples(setting) -> bool:
+    """s7 G3: "You need: a network ... with no layer that mixes the samples of a
+    batch (no `BatchNorm` in training mode)", read as enough for `vmap(jacfwd(net))`;
+    BatchNorm1d in eval() mixes nothing yet refuses the 1-D sample."""
+    first, activation, last = setting.model
+    norm = torch.nn.BatchNorm1d(first.out_features).to(first.weight.dtype)
+    net = torch.nn.Sequential(first, norm, activation, last).eval()
+    torch.func.vmap(torch.func.jacfwd(net))(setting.inputs.detach())
+    return True
+
+
+def test_s7_g3_batch_norm_in_eval_refuses_the_one_d_sample(real_claims):
+    replay(real_claims, PINN_PAGE, "A layer that checks its input's rank",
+           vmap_jacfwd_runs_without_a_layer_mixing_samples, multi_feature_inputs(),
+           fails_on="tanh MLP", because="expected 2D or 3D input (got 1D input)")
+
+
+def vmap_hessian_keeps_one_mask_per_sample(setting) -> bool:
+    """s7 I3: the Summary's "`vmap(hessian(net))`; with `Dropout` in training mode
+    ... keep the masks with `randomness="different"` on `vmap`", read as working for
+    `hessian`: it takes no randomness= and raises."""
+    from dropout_masks import with_dropout
+
+    H = torch.func.vmap(torch.func.hessian(with_dropout(setting)),
+                        randomness="different")(setting.inputs.detach())
+    return bool(torch.allclose(H, H.transpose(-1, -2)))
+
+
+def test_s7_i3_vmap_of_hessian_raises_under_dropout(real_claims):
+    replay(real_claims, PINN_PAGE, "`hessian` takes no `randomness=`", vmap_hessian_keeps_one_mask_per_sample,
+           multi_feature_inputs(), fails_on="tanh MLP", because="randomness error mode")
