@@ -1380,7 +1380,7 @@ def a_loss_of_u_x_trains_through_compile(setting, loss) -> None:
 
 def test_howto39_6_a_loss_of_u_x_raises_through_compile(real_claims):
     replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
-           "Nor can a loss built from $u_x$", a_loss_of_u_x_trains_through_compile,
+           "Nor can a loss built from that $u_x$", a_loss_of_u_x_trains_through_compile,
            compiled_modules(), multi_term_losses(terms=st.integers(1, 3)), fails_on="compiled MLP",
            because="RuntimeError")
 
