@@ -1384,7 +1384,7 @@ def a_loss_of_u_x_trains_through_compile(setting, loss) -> None:
 
 def test_howto39_6_a_loss_of_u_x_raises_through_compile(real_claims):
     replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
-           "Nor can a loss built from $u_x$", a_loss_of_u_x_trains_through_compile,
+           "Nor can a loss built from that $u_x$", a_loss_of_u_x_trains_through_compile,
            compiled_modules(), multi_term_losses(terms=st.integers(1, 3)), fails_on="compiled MLP",
            because="RuntimeError")
 
@@ -3137,3 +3137,75 @@ def test_s7_i2_three_minus_j_needs_its_index_base(page):
     x.cumsum(0).sum().backward()
     check_close(3 - j, x.grad, f"docs/{page}.md: 3 - j for the stated j")
     assert not torch.equal(3 - torch.tensor([1.0, 2.0, 3.0]), x.grad), "1-based j reads right"
+
+
+# -- s7 expert reading of the PINN how-to (M1 + C2, G1, G3, I3) ----------------------
+
+PINN_PAGE = "how-to/differentiate-a-network-output-with-respect-to-its-input"
+
+
+def no_loss_of_an_input_derivative_trains_through_compile(setting) -> bool:
+    """s7 M1: "Through `torch.compile`, second derivatives are not supported ... no
+    loss built from an input derivative can be trained". A loss that takes its
+    derivatives with torch.func inside the compiled function trains."""
+    from compiled_pinn_loss import compiled_and_eager_gradients
+
+    try:
+        compiled_and_eager_gradients(setting.model, setting.inputs.detach())
+    except RuntimeError:
+        return True
+    return False
+
+
+def test_s7_m1_a_compiled_loss_with_torch_func_derivatives_trains(real_claims):
+    replay(real_claims, PINN_PAGE, "or compile the whole loss with the derivatives taken by `torch.func`",
+           no_loss_of_an_input_derivative_trains_through_compile,
+           multi_feature_inputs(features=st.integers(2, 3)), fails_on="tanh MLP")
+
+
+def separate_jacrev_call_differentiates_the_u_of_net(setting) -> bool:
+    """s7 G1: beside `u = net(xt)`, "use `vmap(jacrev(net), randomness="different")`"
+    read as giving that u's u_x; with Dropout in training mode it draws other masks."""
+    from dropout_masks import one_mask_distance, with_dropout
+
+    net, samples = with_dropout(setting), setting.inputs.detach()
+    u_x = torch.func.vmap(torch.func.jacrev(net), randomness="different")(samples)
+    return bool((one_mask_distance(net, samples, net(samples), u_x) < 1e-9).all())
+
+
+def test_s7_g1_a_separate_jacrev_call_draws_other_masks(real_claims):
+    replay(real_claims, PINN_PAGE, "That call draws its own masks",
+           separate_jacrev_call_differentiates_the_u_of_net, multi_feature_inputs(), fails_on="tanh MLP")
+
+
+def vmap_jacfwd_runs_without_a_layer_mixing_samples(setting) -> bool:
+    """s7 G3: "You need: a network ... with no layer that mixes the samples of a
+    batch (no `BatchNorm` in training mode)", read as enough for `vmap(jacfwd(net))`;
+    BatchNorm1d in eval() mixes nothing yet refuses the 1-D sample."""
+    first, activation, last = setting.model
+    norm = torch.nn.BatchNorm1d(first.out_features).to(first.weight.dtype)
+    net = torch.nn.Sequential(first, norm, activation, last).eval()
+    torch.func.vmap(torch.func.jacfwd(net))(setting.inputs.detach())
+    return True
+
+
+def test_s7_g3_batch_norm_in_eval_refuses_the_one_d_sample(real_claims):
+    replay(real_claims, PINN_PAGE, "A layer that checks its input's rank",
+           vmap_jacfwd_runs_without_a_layer_mixing_samples, multi_feature_inputs(),
+           fails_on="tanh MLP", because="expected 2D or 3D input (got 1D input)")
+
+
+def vmap_hessian_keeps_one_mask_per_sample(setting) -> bool:
+    """s7 I3: the Summary's "`vmap(hessian(net))`; with `Dropout` in training mode
+    ... keep the masks with `randomness="different"` on `vmap`", read as working for
+    `hessian`: it takes no randomness= and raises."""
+    from dropout_masks import with_dropout
+
+    H = torch.func.vmap(torch.func.hessian(with_dropout(setting)),
+                        randomness="different")(setting.inputs.detach())
+    return bool(torch.allclose(H, H.transpose(-1, -2)))
+
+
+def test_s7_i3_vmap_of_hessian_raises_under_dropout(real_claims):
+    replay(real_claims, PINN_PAGE, "`hessian` takes no `randomness=`", vmap_hessian_keeps_one_mask_per_sample,
+           multi_feature_inputs(), fails_on="tanh MLP", because="randomness error mode")
