@@ -3213,3 +3213,32 @@ def vmap_hessian_keeps_one_mask_per_sample(setting) -> bool:
 def test_s7_i3_vmap_of_hessian_raises_under_dropout(real_claims):
     replay(real_claims, PINN_PAGE, "`hessian` takes no `randomness=`", vmap_hessian_keeps_one_mask_per_sample,
            multi_feature_inputs(), fails_on="tanh MLP", because="randomness error mode")
+
+
+def named_tensor_not_computed_from_keeps_its_grad_with_no_error(graph, requires_grad) -> bool:
+    """s9 R1, differentiation-apis.md: "A tensor named in `inputs=` that `y` was not
+    computed from through differentiable operations keeps its `.grad` (`None` if it had
+    none), with no error", with no word on requires_grad. y is not computed
+    differentiably from a tensor that does not require grad either, and naming one
+    raises ("can't retain_grad on Tensor that has requires_grad=False")."""
+    from seed_properties import y_from_leaves
+
+    map_f, values, uses, weights, seed, _, _ = graph
+    for k, use in enumerate(uses):
+        if use == "differentiable" and requires_grad:
+            continue
+        leaves = [value.clone().requires_grad_() for value in values]
+        if not requires_grad:
+            leaves[k] = values[k].clone()
+        y_from_leaves(map_f, leaves, uses, weights).backward(seed, inputs=[leaves[k]])
+        if leaves[k].grad is not None:
+            return False
+    return True
+
+
+def test_s9_r1_a_named_tensor_that_does_not_require_grad_raises(real_claims):
+    replay(real_claims, "reference/differentiation-apis",
+           "A tensor named in `inputs=` that requires grad but that",
+           named_tensor_not_computed_from_keeps_its_grad_with_no_error, leaf_graphs_with_cut_paths(),
+           labelled(st.booleans(), "the named tensor requires grad (True) or not (False)"),
+           fails_on="False", because="can't retain_grad on Tensor that has requires_grad=False")
