@@ -3042,6 +3042,18 @@ def test_s7_e1_replaced_batch_norm2d_runs_on_images(real_claims):
            every_replaced_batch_norm_refuses_a_sample, batch_norm_models(), fails_on="BatchNorm2d")
 
 
+def replaced_batch_norm1d_refuses_a_sample(setting) -> bool:
+    """s9 R1, get-a-full-jacobian-or-hessian.md: "`BatchNorm1d` in training mode
+    refuses it", said of the class. On sequences (N, C, L) a batch of one holds L
+    values per channel, and it runs as an instance norm, as BatchNorm2d on images."""
+    return setting.kind != "BatchNorm1d" or every_replaced_batch_norm_refuses_a_sample(setting)
+
+
+def test_s9_r1_replaced_batch_norm1d_runs_on_sequences(real_claims):
+    replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "`replace_all_batch_norm_modules_` does not help here",
+           replaced_batch_norm1d_refuses_a_sample, batch_norm_models(), fails_on="sequences")
+
+
 def unseeded_comparison_agrees_with_the_trick(setting, seed) -> bool:
     """s7 G2, differentiate-elementwise-functions-at-many-points.md: "compare the trick
     with ... the diagonal blocks of the batch Jacobian", said of any layer: with
