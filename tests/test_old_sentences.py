@@ -3225,3 +3225,58 @@ def vmap_hessian_keeps_one_mask_per_sample(setting) -> bool:
 def test_s7_i3_vmap_of_hessian_raises_under_dropout(real_claims):
     replay(real_claims, PINN_PAGE, "`hessian` takes no `randomness=`", vmap_hessian_keeps_one_mask_per_sample,
            multi_feature_inputs(), fails_on="tanh MLP", because="randomness error mode")
+
+
+# -- s9 howtoB: write-a-custom-autograd-function.md R2, R3/R4 and R5 --------------------
+
+def exported_function_keeps_its_backward(name, strict) -> bool:
+    """s9 R2, write-a-custom-autograd-function.md: "already works under `torch.compile`
+    and `torch.export`", read as the Function whole, its backward included. The
+    exported program holds forward's operations only: exported Softplus has
+    autograd's derivative of relu + log1p(exp(-|x|)), 0 at 0, not its backward's 0.5."""
+
+    class Sine(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x.sin()
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output * ctx.saved_tensors[0].cos()
+
+    class Softplus(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return torch.relu(x) + torch.log1p(torch.exp(-x.abs()))
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output * torch.sigmoid(ctx.saved_tensors[0])
+
+    function = Sine if name == "MyFunction" else Softplus
+
+    class Applying(torch.nn.Module):
+        def forward(self, t):
+            return function.apply(t)
+
+    at = torch.tensor([-1.0, 0.0, 2.0], dtype=torch.float64)
+    through = at.clone().requires_grad_(True)
+    torch.export.export(Applying(), (at,), strict=strict).module()(through).sum().backward()
+    leaf = at.clone().requires_grad_(True)
+    function.apply(leaf).sum().backward()
+    return torch.allclose(through.grad, leaf.grad)
+
+
+def test_s9_r2_export_drops_the_custom_backward(real_claims):
+    replay(real_claims, "how-to/write-a-custom-autograd-function", "`torch.export`, strict or not, keeps only",
+           exported_function_keeps_its_backward,
+           labelled(st.sampled_from(["MyFunction", "Softplus", "SoftplusWithVmapRule"]), "this page's Functions so far"),
+           labelled(st.booleans(), "strict=False or True"), fails_on="Softplus")
