@@ -1094,7 +1094,7 @@ def grad_output_cast_to_x_dtype_runs_under_autocast(dtype, x_is, shape) -> None:
 
 def test_h4_5_grad_output_cast_to_one_saved_dtype_raises_after_an_autocast_layer(real_claims):
     replay(real_claims, "how-to/write-a-custom-autograd-function",
-           "With `setup_context`, compute the backward in one dtype",
+           "With `setup_context`, compute the backward in float32",
            grad_output_cast_to_x_dtype_runs_under_autocast, autocast_dtypes(), *matmul_settings(),
            fails_on="the output of an autocast Linear", because="same dtype")
 
@@ -3280,3 +3280,52 @@ def test_s9_r2_export_drops_the_custom_backward(real_claims):
            exported_function_keeps_its_backward,
            labelled(st.sampled_from(["MyFunction", "Softplus", "SoftplusWithVmapRule"]), "this page's Functions so far"),
            labelled(st.booleans(), "strict=False or True"), fails_on="Softplus")
+
+
+def float32_backward_without_autocast_off(run, dtype) -> None:
+    """s9 R3/R4, write-a-custom-autograd-function.md: "compute the backward in one dtype
+    (`.float()` on `grad_output` and on each saved input)", read as a float32 backward.
+    Under torch.func.grad or jacrev called inside autocast (or .backward() inside the
+    with block) the backward runs in the autocast region, which casts its matmuls back
+    to bfloat16 or float16: float32 gradients with low-precision values."""
+
+    class MatMul(torch.autograd.Function):
+        @staticmethod
+        def forward(x, w):
+            return x @ w
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(*inputs)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            x, w = ctx.saved_tensors
+            g = grad_output.float()
+            gx, gw = g @ w.float().mT, x.float().flatten(0, -2).mT @ g.flatten(0, -2)
+            return gx.to(x.dtype), gw.to(w.dtype)
+
+    generator = torch.Generator().manual_seed(0)
+    x, w = torch.randn(64, 3, generator=generator), torch.randn(3, 2, generator=generator)
+    loss = lambda x, w: MatMul.apply(x, w).float().sum()  # noqa: E731
+    with torch.autocast("cpu", dtype=dtype):
+        if run == ".backward()":
+            xg, wg = x.clone().requires_grad_(True), w.clone().requires_grad_(True)
+            loss(xg, wg).backward()
+            got = (xg.grad, wg.grad)
+        else:
+            got = getattr(torch.func, run)(loss, argnums=(0, 1))(x, w)
+    check_close(got[0], torch.ones(64, 2) @ w.T, f"{run} in {dtype} autocast: x's gradient", atol=1e-5)
+    check_close(got[1], x.T @ torch.ones(64, 2), f"{run} in {dtype} autocast: w's gradient", atol=1e-5)
+
+
+@pytest.mark.parametrize("quote, runs", [
+    ("with autocast off: a backward run inside `autocast`",
+     labelled(st.sampled_from(["grad", "jacrev", ".backward()"]),
+              "torch.func.grad, jacrev, or .backward() inside autocast")),
+    ("To keep autocast and `grad` and `jacrev` together",
+     labelled(st.sampled_from(["grad", "jacrev"]), "torch.func.grad or jacrev inside autocast"))])
+def test_s9_r3_r4_a_float32_backward_inside_autocast_needs_autocast_off(real_claims, quote, runs):
+    replay(real_claims, "how-to/write-a-custom-autograd-function", quote,
+           float32_backward_without_autocast_off, runs, autocast_dtypes(), fails_on="grad",
+           because="gradient")
