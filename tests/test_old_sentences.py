@@ -3329,3 +3329,58 @@ def test_s9_r3_r4_a_float32_backward_inside_autocast_needs_autocast_off(real_cla
     replay(real_claims, "how-to/write-a-custom-autograd-function", quote,
            float32_backward_without_autocast_off, runs, autocast_dtypes(), fails_on="grad",
            because="gradient")
+
+
+def every_function_works_under_grad_and_jacrev(name_and_run) -> bool:
+    """s9 R5, write-a-custom-autograd-function.md: "Under `torch.func`, `grad` and
+    `jacrev` work as is", of every Function: the page's NumpyCube (NumPy in backward)
+    works with .backward() but grad raises, its backward getting tensors without storage."""
+    import numpy as np
+
+    class NumpyCube(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x**3
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * torch.from_numpy(3 * np.asarray(x.detach().numpy()) ** 2)
+
+    class Sine(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x.sin()
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * x.cos()
+
+    name, run = name_and_run
+    function = NumpyCube if name == "NumpyCube" else Sine
+    at = torch.tensor([-1.0, 0.0, 2.0])
+    try:
+        if run == "grad":
+            torch.func.grad(lambda t: function.apply(t).sum())(at)
+        else:
+            torch.func.jacrev(function.apply)(at)
+    except RuntimeError:
+        return False
+    return True
+
+
+def test_s9_r5_grad_raises_on_a_numpy_backward(real_claims):
+    pairs = labelled(st.sampled_from(
+        [(name, run) for name in ("MyFunction", "Softplus") for run in ("grad", "jacrev")]
+        + [("NumpyCube", "grad")]), "MyFunction and Softplus under grad or jacrev, NumpyCube under grad")
+    replay(real_claims, "how-to/write-a-custom-autograd-function", "Under `torch.func`, `grad` and `jacrev` work as is",
+           every_function_works_under_grad_and_jacrev, pairs, fails_on="NumpyCube")
