@@ -100,14 +100,26 @@ def train_mode_models(draw, layers: tuple[str, ...] = tuple(_TRAIN_LAYERS)) -> S
                    _leaf(seed, batch, features), layer)
 
 
-@named("models with BatchNorm in training mode: BatchNorm1d on rows (N, F), "
-       "BatchNorm2d on image batches (B, C, H, W)")
+@named("models with BatchNorm in training mode: BatchNorm1d on rows (N, F) and on "
+       "sequences (N, C, L), BatchNorm2d on image batches (B, C, H, W)")
 @st.composite
 def batch_norm_models(draw) -> Setting:
-    """BatchNorm as readers use it: BatchNorm1d in an MLP, or BatchNorm2d after a
-    conv on images, whose batch of one still holds H * W values per channel."""
-    if draw(st.sampled_from(("BatchNorm1d", "BatchNorm2d"))) == "BatchNorm1d":
+    """BatchNorm as readers use it: BatchNorm1d in an MLP, or after a Conv1d on
+    sequences, or BatchNorm2d after a conv on images; a sequence's or an image's
+    batch of one still holds L or H * W values per channel."""
+    layout = draw(st.sampled_from(("rows", "images", "sequences")))
+    if layout == "rows":
         return draw(train_mode_models(layers=("BatchNorm1d",)))
+    if layout == "sequences":
+        batch, channels, length, seed = (draw(BATCH_SIZES), draw(st.integers(1, 3)),
+                                         draw(st.integers(3, 6)), draw(SEEDS))
+        with seeded(seed):
+            model = torch.nn.Sequential(
+                torch.nn.Conv1d(channels, 2, 3, padding=1), torch.nn.BatchNorm1d(2),
+                torch.nn.Tanh(), torch.nn.Flatten(),
+                torch.nn.Linear(2 * length, 1)).to(DTYPE).train()
+        return Setting(f"conv with BatchNorm1d (train) on ({batch}, {channels}, {length}) sequences",
+                       model, _leaf(seed, batch, channels, length), "BatchNorm1d")
     batch, channels, side, seed = (draw(BATCH_SIZES), draw(st.integers(1, 3)),
                                    draw(st.integers(3, 6)), draw(SEEDS))
     with seeded(seed):

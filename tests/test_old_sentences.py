@@ -1094,7 +1094,7 @@ def grad_output_cast_to_x_dtype_runs_under_autocast(dtype, x_is, shape) -> None:
 
 def test_h4_5_grad_output_cast_to_one_saved_dtype_raises_after_an_autocast_layer(real_claims):
     replay(real_claims, "how-to/write-a-custom-autograd-function",
-           "With `setup_context`, compute the backward in one dtype",
+           "With `setup_context`, compute the backward in float32",
            grad_output_cast_to_x_dtype_runs_under_autocast, autocast_dtypes(), *matmul_settings(),
            fails_on="the output of an autocast Linear", because="same dtype")
 
@@ -3042,6 +3042,18 @@ def test_s7_e1_replaced_batch_norm2d_runs_on_images(real_claims):
            every_replaced_batch_norm_refuses_a_sample, batch_norm_models(), fails_on="BatchNorm2d")
 
 
+def replaced_batch_norm1d_refuses_a_sample(setting) -> bool:
+    """s9 R1, get-a-full-jacobian-or-hessian.md: "`BatchNorm1d` in training mode
+    refuses it", said of the class. On sequences (N, C, L) a batch of one holds L
+    values per channel, and it runs as an instance norm, as BatchNorm2d on images."""
+    return setting.kind != "BatchNorm1d" or every_replaced_batch_norm_refuses_a_sample(setting)
+
+
+def test_s9_r1_replaced_batch_norm1d_runs_on_sequences(real_claims):
+    replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "`replace_all_batch_norm_modules_` does not help here",
+           replaced_batch_norm1d_refuses_a_sample, batch_norm_models(), fails_on="sequences")
+
+
 def unseeded_comparison_agrees_with_the_trick(setting, seed) -> bool:
     """s7 G2, differentiate-elementwise-functions-at-many-points.md: "compare the trick
     with ... the diagonal blocks of the batch Jacobian", said of any layer: with
@@ -3242,3 +3254,162 @@ def test_s9_r1_a_named_tensor_that_does_not_require_grad_raises(real_claims):
            named_tensor_not_computed_from_keeps_its_grad_with_no_error, leaf_graphs_with_cut_paths(),
            labelled(st.booleans(), "the named tensor requires grad (True) or not (False)"),
            fails_on="False", because="can't retain_grad on Tensor that has requires_grad=False")
+
+
+# -- s9 howtoB: write-a-custom-autograd-function.md R2, R3/R4 and R5 --------------------
+
+def exported_function_keeps_its_backward(name, strict) -> bool:
+    """s9 R2, write-a-custom-autograd-function.md: "already works under `torch.compile`
+    and `torch.export`", read as the Function whole, its backward included. The
+    exported program holds forward's operations only: exported Softplus has
+    autograd's derivative of relu + log1p(exp(-|x|)), 0 at 0, not its backward's 0.5."""
+
+    class Sine(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x.sin()
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output * ctx.saved_tensors[0].cos()
+
+    class Softplus(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return torch.relu(x) + torch.log1p(torch.exp(-x.abs()))
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output * torch.sigmoid(ctx.saved_tensors[0])
+
+    function = Sine if name == "MyFunction" else Softplus
+
+    class Applying(torch.nn.Module):
+        def forward(self, t):
+            return function.apply(t)
+
+    at = torch.tensor([-1.0, 0.0, 2.0], dtype=torch.float64)
+    through = at.clone().requires_grad_(True)
+    torch.export.export(Applying(), (at,), strict=strict).module()(through).sum().backward()
+    leaf = at.clone().requires_grad_(True)
+    function.apply(leaf).sum().backward()
+    return torch.allclose(through.grad, leaf.grad)
+
+
+def test_s9_r2_export_drops_the_custom_backward(real_claims):
+    replay(real_claims, "how-to/write-a-custom-autograd-function", "`torch.export`, strict or not, keeps only",
+           exported_function_keeps_its_backward,
+           labelled(st.sampled_from(["MyFunction", "Softplus", "SoftplusWithVmapRule"]), "this page's Functions so far"),
+           labelled(st.booleans(), "strict=False or True"), fails_on="Softplus")
+
+
+def float32_backward_without_autocast_off(run, dtype) -> None:
+    """s9 R3/R4, write-a-custom-autograd-function.md: "compute the backward in one dtype
+    (`.float()` on `grad_output` and on each saved input)", read as a float32 backward.
+    Under torch.func.grad or jacrev called inside autocast (or .backward() inside the
+    with block) the backward runs in the autocast region, which casts its matmuls back
+    to bfloat16 or float16: float32 gradients with low-precision values."""
+
+    class MatMul(torch.autograd.Function):
+        @staticmethod
+        def forward(x, w):
+            return x @ w
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(*inputs)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            x, w = ctx.saved_tensors
+            g = grad_output.float()
+            gx, gw = g @ w.float().mT, x.float().flatten(0, -2).mT @ g.flatten(0, -2)
+            return gx.to(x.dtype), gw.to(w.dtype)
+
+    generator = torch.Generator().manual_seed(0)
+    x, w = torch.randn(64, 3, generator=generator), torch.randn(3, 2, generator=generator)
+    loss = lambda x, w: MatMul.apply(x, w).float().sum()  # noqa: E731
+    with torch.autocast("cpu", dtype=dtype):
+        if run == ".backward()":
+            xg, wg = x.clone().requires_grad_(True), w.clone().requires_grad_(True)
+            loss(xg, wg).backward()
+            got = (xg.grad, wg.grad)
+        else:
+            got = getattr(torch.func, run)(loss, argnums=(0, 1))(x, w)
+    check_close(got[0], torch.ones(64, 2) @ w.T, f"{run} in {dtype} autocast: x's gradient", atol=1e-5)
+    check_close(got[1], x.T @ torch.ones(64, 2), f"{run} in {dtype} autocast: w's gradient", atol=1e-5)
+
+
+@pytest.mark.parametrize("quote, runs", [
+    ("with autocast off: a backward run inside `autocast`",
+     labelled(st.sampled_from(["grad", "jacrev", ".backward()"]),
+              "torch.func.grad, jacrev, or .backward() inside autocast")),
+    ("To keep autocast and `grad` and `jacrev` together",
+     labelled(st.sampled_from(["grad", "jacrev"]), "torch.func.grad or jacrev inside autocast"))])
+def test_s9_r3_r4_a_float32_backward_inside_autocast_needs_autocast_off(real_claims, quote, runs):
+    replay(real_claims, "how-to/write-a-custom-autograd-function", quote,
+           float32_backward_without_autocast_off, runs, autocast_dtypes(), fails_on="grad",
+           because="gradient")
+
+
+def every_function_works_under_grad_and_jacrev(name_and_run) -> bool:
+    """s9 R5, write-a-custom-autograd-function.md: "Under `torch.func`, `grad` and
+    `jacrev` work as is", of every Function: the page's NumpyCube (NumPy in backward)
+    works with .backward() but grad raises, its backward getting tensors without storage."""
+    import numpy as np
+
+    class NumpyCube(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x**3
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * torch.from_numpy(3 * np.asarray(x.detach().numpy()) ** 2)
+
+    class Sine(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x.sin()
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * x.cos()
+
+    name, run = name_and_run
+    function = NumpyCube if name == "NumpyCube" else Sine
+    at = torch.tensor([-1.0, 0.0, 2.0])
+    try:
+        if run == "grad":
+            torch.func.grad(lambda t: function.apply(t).sum())(at)
+        else:
+            torch.func.jacrev(function.apply)(at)
+    except RuntimeError:
+        return False
+    return True
+
+
+def test_s9_r5_grad_raises_on_a_numpy_backward(real_claims):
+    pairs = labelled(st.sampled_from(
+        [(name, run) for name in ("MyFunction", "Softplus") for run in ("grad", "jacrev")]
+        + [("NumpyCube", "grad")]), "MyFunction and Softplus under grad or jacrev, NumpyCube under grad")
+    replay(real_claims, "how-to/write-a-custom-autograd-function", "Under `torch.func`, `grad` and `jacrev` work as is",
+           every_function_works_under_grad_and_jacrev, pairs, fails_on="NumpyCube")

@@ -60,7 +60,7 @@ def test_sample_batches_hold_rows_and_images():
 def test_a_train_mode_member_is_in_training_mode_with_its_layer(setting):
     assert setting.model.training
     assert any(type(layer).__name__ == setting.kind for layer in setting.model)
-    assert setting.inputs.dim() == (4 if setting.kind == "BatchNorm2d" else 2), setting
+    assert setting.inputs.dim() in ((4,) if setting.kind == "BatchNorm2d" else (2, 3)), setting
     one_score_per_sample(setting)
 
 
@@ -72,6 +72,7 @@ def test_train_mode_models_hold_dropout_and_batchnorm():
 def test_batch_norm_models_hold_rows_and_image_batches():
     assert member(rs.batch_norm_models(), lambda s: s.kind == "BatchNorm1d")
     assert member(rs.batch_norm_models(), lambda s: s.kind == "BatchNorm2d")
+    assert member(rs.batch_norm_models(), lambda s: s.kind == "BatchNorm1d" and s.inputs.dim() == 3)
 
 
 @SAMPLE
