@@ -4,8 +4,8 @@ A how-to recipe shown on a toy (one input feature, a 2-D batch, float32, one los
 term) is checked here in the setups readers actually have: inputs with several
 features ``(x, t)``, image batches ``(B, C, H, W)``, models with Dropout or
 BatchNorm in training mode, losses with several terms, float16 and bfloat16
-autocast, a module under ``torch.compile(backend="aot_eager")``, and inputs that
-are not leaves. Each member is a small real setup, built in a few milliseconds
+autocast, a module under ``torch.compile(backend="aot_eager")`` (or inductor), and
+inputs that are not leaves. Each member is a small real setup, built in a few milliseconds
 (a compiled module compiles on its first call, once per process), named as a
 failure prints it. Like ``families.py``, members are made from drawn seeds in
 generators of their own, never from torch's global random state.
@@ -169,9 +169,9 @@ def autocast_dtypes() -> st.SearchStrategy[torch.dtype]:
 
 
 @functools.cache
-def _compiled(features: int, seed: int) -> torch.nn.Module:
+def _compiled(features: int, seed: int, backend: str = "aot_eager") -> torch.nn.Module:
     # Once per process: every call of a new module would compile again.
-    return torch.compile(_mlp(features, seed=seed), backend="aot_eager")
+    return torch.compile(_mlp(features, seed=seed), backend=backend)
 
 
 @named('modules under torch.compile(backend="aot_eager")')
@@ -181,6 +181,17 @@ def compiled_modules(draw) -> Setting:
     features, seed = draw(st.sampled_from([(2, 0), (3, 1)]))
     return Setting(f"compiled MLP on (4, {features})", _compiled(features, seed),
                    _leaf(seed, 4, features), "compiled")
+
+
+@named('modules under torch.compile: backend "aot_eager", and the default, "inductor"')
+@st.composite
+def compiled_modules_with_inductor(draw) -> Setting:
+    """``compiled_modules``' two members and a third under inductor, the backend
+    ``torch.compile`` uses by default (it generates and compiles C++: seconds)."""
+    features, seed, backend = draw(st.sampled_from([(2, 0, "inductor"), (2, 0, "aot_eager"),
+                                                     (3, 1, "aot_eager")]))
+    name = f"{'inductor-' if backend == 'inductor' else ''}compiled MLP on (4, {features})"
+    return Setting(name, _compiled(features, seed, backend), _leaf(seed, 4, features), "compiled")
 
 
 @dataclass(frozen=True)
