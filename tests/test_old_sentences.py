@@ -1289,26 +1289,54 @@ def test_g2_no_grad_drops_a_computation_step_from_the_derivative(real_claims):
            fails_on="no_grad")
 
 
-def vmap_of_the_eval_model_runs_on_images(batch, seed, jac=torch.func.jacrev) -> None:
+def vmap_of_the_eval_model_runs_on_images(member, jac) -> None:
     """I2, misconceptions.md and the questions page: "`BatchNorm1d` raises on the
     single sample `vmap` passes, even in eval mode", naming no other BatchNorm: an
     eval-mode Conv2d-BatchNorm2d model mapped as it comes, on an image batch."""
-    from per_sample_jacobians import conv_batchnorm2d_on_images
+    kind, model, images = member
+    if kind == "BatchNorm2d":
+        torch.func.vmap(jac(model))(images)
 
-    model, images = conv_batchnorm2d_on_images(batch, seed)
-    torch.func.vmap(jac(model))(images)
+
+def only_batchnorm_stops_vmap_of_the_model(member, jac) -> bool:
+    """refB R1, both pages: "A BatchNorm layer [...] raises on the single sample
+    `vmap` passes [...]: map `lambda row: model(row[None])[0]` instead", naming no
+    other layer: without BatchNorm, vmap(jac(model)) gives each sample's Jacobian."""
+    kind, model, batch = member
+    if "BatchNorm" in kind:
+        return True
+    whole = torch.autograd.functional.jacobian(model, batch)
+    out_dims = model(batch).dim() - 1
+    own = torch.stack([whole[(b,) + (slice(None),) * out_dims + (b,)] for b in range(len(batch))])
+    try:
+        mapped = torch.func.vmap(jac(model))(batch)
+    except (RuntimeError, ValueError, IndexError):
+        return False
+    return mapped.shape == own.shape and torch.allclose(mapped, own)
 
 
-@pytest.mark.parametrize(("page", "quote", "families"), [
-    ("reference/misconceptions", "`BatchNorm2d` on an image batch)", (st.integers(2, 5), SEEDS)),
-    ("reference/look-up-the-questions-people-ask", "`BatchNorm2d` on an image", (
-        labelled(st.integers(2, 5), "image batch sizes B, 2 to 5, through a Conv2d + BatchNorm2d model in eval mode"),
-        labelled(SEEDS, "seeds of the model's weights and the images"),
-        labelled(st.just(torch.func.jacfwd), "jacfwd, as the sentence's vmap(jacfwd(model))"))),
-])
-def test_i2_batchnorm2d_raises_on_one_image_too(real_claims, page, quote, families):
-    replay(real_claims, page, quote, vmap_of_the_eval_model_runs_on_images,
-           *families, fails_on=", ", because="expected 4D input")
+def _batch_dimension_families(jac):
+    from per_sample_jacobians import batch_dimension_models
+
+    return (batch_dimension_models(),
+            labelled(st.just(jac), f"{jac.__name__}, as the sentence's vmap({jac.__name__}(model))"))
+
+
+BATCH_DIMENSION_PAGES = [("reference/misconceptions", torch.func.jacrev),
+                         ("reference/look-up-the-questions-people-ask", torch.func.jacfwd)]
+BATCH_DIMENSION_QUOTE = "`vmap` passes the model one sample"
+
+
+@pytest.mark.parametrize(("page", "jac"), BATCH_DIMENSION_PAGES)
+def test_i2_batchnorm2d_raises_on_one_image_too(real_claims, page, jac):
+    replay(real_claims, page, BATCH_DIMENSION_QUOTE, vmap_of_the_eval_model_runs_on_images,
+           *_batch_dimension_families(jac), fails_on="BatchNorm2d", because="expected 4D input")
+
+
+@pytest.mark.parametrize(("page", "jac"), BATCH_DIMENSION_PAGES)
+def test_refb_r1_flatten_and_softmax_name_the_batch_dimension_too(real_claims, page, jac):
+    replay(real_claims, page, BATCH_DIMENSION_QUOTE, only_batchnorm_stops_vmap_of_the_model,
+           *_batch_dimension_families(jac), fails_on="Flatten")
 
 
 def torch_func_refuses_every_captured_change(change, transform) -> bool:
