@@ -2847,7 +2847,7 @@ def train_batchnorm_raises_under_vmap(setting) -> bool:
 def test_s7_r1_train_batchnorm_runs_under_vmap_with_copies_or_untracked(real_claims):
     from batchnorm_under_vmap import batchnorm_statistics_settings
 
-    replay(real_claims, "reference/glossary", "A model with BatchNorm in training mode raises under `vmap` when",
+    replay(real_claims, "reference/glossary", "given a batch of one (`row[None]`), a model with BatchNorm",
            train_batchnorm_raises_under_vmap, batchnorm_statistics_settings(), fails_on="BatchNorm2d")
 
 
