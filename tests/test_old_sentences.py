@@ -778,7 +778,7 @@ def test_lookup_a_compiled_critic_fails_at_its_first_create_graph(real_claims):
     from reader_settings import compiled_modules
 
     replay(real_claims, "reference/look-up-the-questions-people-ask",
-           "Through a compiled module with parameters that has",
+           "Through a compiled module with parameters, the first",
            penalty_through_compile_raises_one_of_the_two_messages, compiled_modules(),
            fails_on="compiled MLP", because="non-empty donated buffers")
 
@@ -906,12 +906,9 @@ def second_call_as_written_gives_u_xx(net, seed) -> None:
 
 
 def test_r13_the_pinn_second_call_raises_without_an_activation(real_claims):
-    from families import Network
+    from compiled_double_backward import one_feature_networks
 
-    nets = st.one_of(small_networks(batchnorm=False, n=st.just(1)),
-                     small_networks(batchnorm=False, n=st.just(1)).map(
-                         lambda net: Network(net[0], net[-1])))
-    nets.family_name = "small networks on one feature, with an activation or none"
+    nets = one_feature_networks(compiled=True)
     replay(real_claims, "reference/look-up-the-questions-people-ask",
            "The second call raises", second_call_as_written_gives_u_xx, nets,
            st.integers(0, 2**16), fails_on="Linear(1→", because="not have been used in the graph")
@@ -3241,3 +3238,31 @@ def vmap_hessian_keeps_one_mask_per_sample(setting) -> bool:
 def test_s7_i3_vmap_of_hessian_raises_under_dropout(real_claims):
     replay(real_claims, PINN_PAGE, "`hessian` takes no `randomness=`", vmap_hessian_keeps_one_mask_per_sample,
            multi_feature_inputs(), fails_on="tanh MLP", because="randomness error mode")
+
+
+# -- refB R9: materialize_grads after a second grad through torch.compile --------------
+
+def second_call_raises_only_for_a_constant_u_x(net, seed) -> None:
+    """refB R9, the questions page (PINN): "The second call raises ("appears to not
+    have been used in the graph") when $u_x$ does not depend on the input [...];
+    `materialize_grads=True` returns the zeros instead", naming no other cause:
+    where it raises, the zeros are the second derivative."""
+    eager = getattr(net, "_orig_mod", net)
+    if eager is not net:
+        torch._dynamo.reset()
+    points = torch.randn(5, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+    points = points.unsqueeze(1).requires_grad_()
+    u = net(points)[:, :1]
+    (u_x,) = torch.autograd.grad(u, points, torch.ones_like(u), create_graph=True)
+    (u_xx,) = torch.autograd.grad(u_x, points, torch.ones_like(u_x), materialize_grads=True)
+    hess = torch.func.vmap(torch.func.hessian(lambda p: eager(p)[0]))(points.detach())
+    check_close(u_xx, hess.reshape(5, 1), "u_xx is each sample's second derivative")
+
+
+def test_refb_r9_materialize_grads_turns_the_compile_failure_into_zeros(real_claims):
+    from compiled_double_backward import one_feature_networks
+
+    replay(real_claims, "reference/look-up-the-questions-people-ask", "The second call raises (\"appears",
+           second_call_raises_only_for_a_constant_u_x, one_feature_networks(compiled=True),
+           st.integers(0, 2**16), fails_on="OptimizedModule", because="second derivative")
+
