@@ -3266,3 +3266,39 @@ def test_refb_r9_materialize_grads_turns_the_compile_failure_into_zeros(real_cla
            second_call_raises_only_for_a_constant_u_x, one_feature_networks(compiled=True),
            st.integers(0, 2**16), fails_on="OptimizedModule", because="second derivative")
 
+# -- refB R3: the retain_graph loop under autocast ------------------------------------
+
+def retained_loop_with_a_step_fails_at_step_2(steps, with_optimizer_step, seed, autocast) -> bool:
+    """refB R3, misconceptions.md: "`optimizer.step()` changes the weight in place, so
+    step 2 [...] fails", read for the loop as readers train it, under bfloat16 autocast
+    too: with an optimizer step and three steps or more, it raises."""
+    import contextlib
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        cell = torch.nn.Linear(2, 2)
+    optimizer = torch.optim.SGD(cell.parameters(), lr=0.1)
+    state = torch.zeros(1, 2)
+    around = torch.autocast("cpu", dtype=torch.bfloat16) if autocast != "off" else contextlib.nullcontext()
+    try:
+        with around:
+            for _step in range(steps):
+                state = torch.tanh(cell(state) + 1)
+                optimizer.zero_grad()
+                state.sum().backward(retain_graph=True)
+                if with_optimizer_step:
+                    optimizer.step()
+    except RuntimeError as error:
+        return "modified by an inplace operation" in str(error)
+    return not with_optimizer_step or steps < 3
+
+
+def test_refb_r3_autocast_saves_a_copy_and_the_loop_runs_silently(real_claims):
+    replay(real_claims, "reference/misconceptions", "`retain_graph=True`\n  keeps it alive",
+           retained_loop_with_a_step_fails_at_step_2,
+           labelled(st.integers(2, 5), "loop steps from 2 to 5"),
+           labelled(st.booleans(), "with or without optimizer.step()"),
+           labelled(st.integers(0, 2**16), "seeds of the cell"),
+           labelled(st.sampled_from(["off", "around each forward", "around the loop"]),
+                    "bfloat16 autocast: off, around each forward, around the whole loop"),
+           fails_on="around")
