@@ -78,17 +78,32 @@ def train_batchnorm_models(draw) -> BatchNormSetting:
     return _settings(draw, (OWN, UNTRACKED))
 
 
-def per_sample_gradients(setting: BatchNormSetting) -> dict[str, torch.Tensor]:
-    """``vmap(grad(loss))`` over the batch, one ``row[None]`` per call, with the
-    module's buffers captured or (``COPIES``) passed one copy per sample."""
+def per_sample_gradients(setting: BatchNormSetting, batch_of_one: bool = True) -> dict[str, torch.Tensor]:
+    """``vmap(grad(loss))`` over the batch, one ``row[None]`` per call (the bare
+    ``row`` unless ``batch_of_one``), with the module's buffers captured or
+    (``COPIES``) passed one copy per sample."""
     model, batch = setting.model, setting.inputs.detach()
+    mapped = batch[:, None] if batch_of_one else batch  # each call gets row[None], or row
     params = {name: p.detach() for name, p in model.named_parameters()}
     if setting.stats == COPIES:
         copies = {name: b.expand(len(batch), *b.shape).clone() for name, b in model.named_buffers()}
-        loss = lambda p, b, row: torch.func.functional_call(model, (p, b), (row[None],)).sum()  # noqa: E731
-        return torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0, 0))(params, copies, batch)
-    loss = lambda p, row: torch.func.functional_call(model, p, (row[None],)).sum()  # noqa: E731
-    return torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0))(params, batch)
+        loss = lambda p, b, row: torch.func.functional_call(model, (p, b), (row,)).sum()  # noqa: E731
+        return torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0, 0))(params, copies, mapped)
+    loss = lambda p, row: torch.func.functional_call(model, p, (row,)).sum()  # noqa: E731
+    return torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0))(params, mapped)
+
+
+BARE = {"BatchNorm1d": "expected 2D or 3D input", "BatchNorm2d": "expected 4D input"}
+
+
+def raises_on_the_bare_sample(setting: BatchNormSetting) -> bool:
+    """Mapped over the bare samples (``row``, not ``row[None]``), every setting raises:
+    BatchNorm checks the number of dimensions before anything else."""
+    try:
+        per_sample_gradients(setting, batch_of_one=False)
+    except (RuntimeError, ValueError) as error:
+        return BARE[setting.layer] in str(error)
+    return False
 
 
 REFUSALS = {OWN: "would mutate a captured Tensor", "BatchNorm1d": "Expected more than 1 value per channel"}

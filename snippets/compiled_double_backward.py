@@ -90,3 +90,24 @@ def cannot_be_differentiated_again(g, seed) -> bool:
     compiled = second_grad_through_compile(g, at)
     return (isinstance(second_grad_through_compile(g, at, compiled=False), torch.Tensor)
             and isinstance(compiled, str) and compiled.startswith((DOUBLE_BACKWARD, NOT_USED)))
+
+
+def one_feature_networks(compiled: bool = False):
+    """Strategy of small networks on one input feature, with an activation or none
+    (a network with no activation has a constant u_x); with ``compiled``, also
+    smooth ones (Tanh) under ``torch.compile(backend="aot_eager")``."""
+    from families import Network, small_networks
+    from hypothesis import strategies as st
+
+    def smooth_compiled(net):
+        return torch.compile(Network(net[0], torch.nn.Tanh(), net[-1]), backend="aot_eager")
+
+    nets = st.one_of(small_networks(batchnorm=False, n=st.just(1)),
+                     small_networks(batchnorm=False, n=st.just(1)).map(lambda net: Network(net[0], net[-1])))
+    nets.family_name = "small networks on one feature, with an activation or none"
+    if not compiled:
+        return nets
+    both = st.one_of(nets, small_networks(batchnorm=False, n=st.just(1)).map(smooth_compiled))
+    both.family_name = ("small networks on one feature, with an activation or none, "
+                        "and smooth ones under torch.compile")
+    return both

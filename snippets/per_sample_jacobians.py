@@ -129,3 +129,64 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+# -- Layers that expect the batch dimension ----------------------------------------
+
+BATCH_DIMENSION_LAYERS = ("Flatten", "Softmax(dim=1)", "BatchNorm1d", "BatchNorm2d", "none")
+
+
+def batch_dimension_models():
+    """Strategy of (name, model in eval mode, batch): models readers map with
+    ``vmap(jac(model))``. Some have a layer that expects the batch dimension: an MLP
+    with BatchNorm1d, a Conv2d-BatchNorm2d-ReLU, an image classifier Conv2d-ReLU-
+    Flatten-Linear on 1 to 3 channels, an MLP ending in Softmax(dim=1); "none" is a
+    plain MLP (Tanh), which such a mapping handles either way."""
+    from families import SEEDS, named
+    from hypothesis import strategies as st
+
+    @named("eval-mode models with BatchNorm1d, Conv2d-BatchNorm2d, Conv2d-ReLU-Flatten-Linear "
+           "(1 to 3 channels), a Softmax(dim=1) head, or none of these (an MLP)")
+    @st.composite
+    def draw_one(draw):
+        kind, batch, seed = draw(st.sampled_from(BATCH_DIMENSION_LAYERS)), draw(st.integers(2, 4)), draw(SEEDS)
+        channels, side, features = draw(st.integers(1, 3)), draw(st.integers(3, 5)), draw(st.integers(2, 4))
+        nn = torch.nn
+        with seeded(seed):
+            if kind in ("BatchNorm2d", "Flatten"):
+                middle = ((nn.BatchNorm2d(2), nn.ReLU()) if kind == "BatchNorm2d"
+                          else (nn.ReLU(), nn.Flatten(), nn.Linear(2 * side * side, 3)))
+                model = nn.Sequential(nn.Conv2d(channels, 2, 3, padding=1), *middle)
+                batch_of = torch.randn(batch, channels, side, side)
+            else:
+                middle = (nn.BatchNorm1d(5),) if kind == "BatchNorm1d" else ()
+                head = (nn.Softmax(dim=1),) if kind == "Softmax(dim=1)" else ()
+                model = nn.Sequential(nn.Linear(features, 5), *middle, nn.Tanh(), nn.Linear(5, 3), *head)
+                batch_of = torch.randn(batch, features)
+            for module in model.modules():  # running statistics that are not 0 and 1
+                if isinstance(module, nn.modules.batchnorm._BatchNorm):
+                    module.running_mean.uniform_(-1, 1)
+                    module.running_var.uniform_(0.5, 2)
+        return kind, model.double().eval(), batch_of.double()
+
+    return draw_one()
+
+
+def one_row_at_a_time_works_whatever_the_layers(member, jac=torch.func.jacfwd):
+    """``member``: a ``batch_dimension_models()`` draw. Each sample's Jacobian, the
+    diagonal block of the whole batch's: ``vmap(jac(model))`` raises or gives
+    something else exactly when the model has a layer that expects the batch
+    dimension; ``vmap(jac(lambda row: model(row[None])[0]))`` gives it for every
+    model."""
+    kind, model, batch = member
+    whole = torch.autograd.functional.jacobian(model, batch)  # (B, *out, B, *in)
+    out_dims = model(batch).dim() - 1
+    own = torch.stack([whole[(b,) + (slice(None),) * out_dims + (b,)] for b in range(len(batch))])
+    one_row = lambda row: model(row[None])[0]  # noqa: E731 (the page's own words)
+    check_close(torch.func.vmap(jac(one_row))(batch), own, "row[None]: each sample's Jacobian")
+    try:
+        plain = torch.func.vmap(jac(model))(batch)
+    except (RuntimeError, ValueError, IndexError):
+        return kind != "none"
+    breaks = plain.shape != own.shape or not torch.allclose(plain, own)
+    return breaks == (kind != "none")

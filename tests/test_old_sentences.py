@@ -778,7 +778,7 @@ def test_lookup_a_compiled_critic_fails_at_its_first_create_graph(real_claims):
     from reader_settings import compiled_modules
 
     replay(real_claims, "reference/look-up-the-questions-people-ask",
-           "Through a compiled module with parameters that has",
+           "Through a compiled module with parameters, the first",
            penalty_through_compile_raises_one_of_the_two_messages, compiled_modules(),
            fails_on="compiled MLP", because="non-empty donated buffers")
 
@@ -906,12 +906,9 @@ def second_call_as_written_gives_u_xx(net, seed) -> None:
 
 
 def test_r13_the_pinn_second_call_raises_without_an_activation(real_claims):
-    from families import Network
+    from compiled_double_backward import one_feature_networks
 
-    nets = st.one_of(small_networks(batchnorm=False, n=st.just(1)),
-                     small_networks(batchnorm=False, n=st.just(1)).map(
-                         lambda net: Network(net[0], net[-1])))
-    nets.family_name = "small networks on one feature, with an activation or none"
+    nets = one_feature_networks(compiled=True)
     replay(real_claims, "reference/look-up-the-questions-people-ask",
            "The second call raises", second_call_as_written_gives_u_xx, nets,
            st.integers(0, 2**16), fails_on="Linear(1→", because="not have been used in the graph")
@@ -1295,26 +1292,54 @@ def test_g2_no_grad_drops_a_computation_step_from_the_derivative(real_claims):
            fails_on="no_grad")
 
 
-def vmap_of_the_eval_model_runs_on_images(batch, seed, jac=torch.func.jacrev) -> None:
+def vmap_of_the_eval_model_runs_on_images(member, jac) -> None:
     """I2, misconceptions.md and the questions page: "`BatchNorm1d` raises on the
     single sample `vmap` passes, even in eval mode", naming no other BatchNorm: an
     eval-mode Conv2d-BatchNorm2d model mapped as it comes, on an image batch."""
-    from per_sample_jacobians import conv_batchnorm2d_on_images
+    kind, model, images = member
+    if kind == "BatchNorm2d":
+        torch.func.vmap(jac(model))(images)
 
-    model, images = conv_batchnorm2d_on_images(batch, seed)
-    torch.func.vmap(jac(model))(images)
+
+def only_batchnorm_stops_vmap_of_the_model(member, jac) -> bool:
+    """refB R1, both pages: "A BatchNorm layer [...] raises on the single sample
+    `vmap` passes [...]: map `lambda row: model(row[None])[0]` instead", naming no
+    other layer: without BatchNorm, vmap(jac(model)) gives each sample's Jacobian."""
+    kind, model, batch = member
+    if "BatchNorm" in kind:
+        return True
+    whole = torch.autograd.functional.jacobian(model, batch)
+    out_dims = model(batch).dim() - 1
+    own = torch.stack([whole[(b,) + (slice(None),) * out_dims + (b,)] for b in range(len(batch))])
+    try:
+        mapped = torch.func.vmap(jac(model))(batch)
+    except (RuntimeError, ValueError, IndexError):
+        return False
+    return mapped.shape == own.shape and torch.allclose(mapped, own)
 
 
-@pytest.mark.parametrize(("page", "quote", "families"), [
-    ("reference/misconceptions", "`BatchNorm2d` on an image batch)", (st.integers(2, 5), SEEDS)),
-    ("reference/look-up-the-questions-people-ask", "`BatchNorm2d` on an image", (
-        labelled(st.integers(2, 5), "image batch sizes B, 2 to 5, through a Conv2d + BatchNorm2d model in eval mode"),
-        labelled(SEEDS, "seeds of the model's weights and the images"),
-        labelled(st.just(torch.func.jacfwd), "jacfwd, as the sentence's vmap(jacfwd(model))"))),
-])
-def test_i2_batchnorm2d_raises_on_one_image_too(real_claims, page, quote, families):
-    replay(real_claims, page, quote, vmap_of_the_eval_model_runs_on_images,
-           *families, fails_on=", ", because="expected 4D input")
+def _batch_dimension_families(jac):
+    from per_sample_jacobians import batch_dimension_models
+
+    return (batch_dimension_models(),
+            labelled(st.just(jac), f"{jac.__name__}, as the sentence's vmap({jac.__name__}(model))"))
+
+
+BATCH_DIMENSION_PAGES = [("reference/misconceptions", torch.func.jacrev),
+                         ("reference/look-up-the-questions-people-ask", torch.func.jacfwd)]
+BATCH_DIMENSION_QUOTE = "`vmap` passes the model one sample"
+
+
+@pytest.mark.parametrize(("page", "jac"), BATCH_DIMENSION_PAGES)
+def test_i2_batchnorm2d_raises_on_one_image_too(real_claims, page, jac):
+    replay(real_claims, page, BATCH_DIMENSION_QUOTE, vmap_of_the_eval_model_runs_on_images,
+           *_batch_dimension_families(jac), fails_on="BatchNorm2d", because="expected 4D input")
+
+
+@pytest.mark.parametrize(("page", "jac"), BATCH_DIMENSION_PAGES)
+def test_refb_r1_flatten_and_softmax_name_the_batch_dimension_too(real_claims, page, jac):
+    replay(real_claims, page, BATCH_DIMENSION_QUOTE, only_batchnorm_stops_vmap_of_the_model,
+           *_batch_dimension_families(jac), fails_on="Flatten")
 
 
 def torch_func_refuses_every_captured_change(change, transform) -> bool:
@@ -2828,7 +2853,7 @@ def train_batchnorm_raises_under_vmap(setting) -> bool:
 def test_s7_r1_train_batchnorm_runs_under_vmap_with_copies_or_untracked(real_claims):
     from batchnorm_under_vmap import batchnorm_statistics_settings
 
-    replay(real_claims, "reference/glossary", "A model with BatchNorm in training mode raises under `vmap` when",
+    replay(real_claims, "reference/glossary", "given a batch of one (`row[None]`), a model with BatchNorm",
            train_batchnorm_raises_under_vmap, batchnorm_statistics_settings(), fails_on="BatchNorm2d")
 
 
@@ -3422,3 +3447,67 @@ def test_s9_r5_grad_raises_on_a_numpy_backward(real_claims):
         + [("NumpyCube", "grad")]), "MyFunction and Softplus under grad or jacrev, NumpyCube under grad")
     replay(real_claims, "how-to/write-a-custom-autograd-function", "Under `torch.func`, `grad` and `jacrev` work as is",
            every_function_works_under_grad_and_jacrev, pairs, fails_on="NumpyCube")
+
+
+# -- refB R9: materialize_grads after a second grad through torch.compile --------------
+
+def second_call_raises_only_for_a_constant_u_x(net, seed) -> None:
+    """refB R9, the questions page (PINN): "The second call raises ("appears to not
+    have been used in the graph") when $u_x$ does not depend on the input [...];
+    `materialize_grads=True` returns the zeros instead", naming no other cause:
+    where it raises, the zeros are the second derivative."""
+    eager = getattr(net, "_orig_mod", net)
+    if eager is not net:
+        torch._dynamo.reset()
+    points = torch.randn(5, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+    points = points.unsqueeze(1).requires_grad_()
+    u = net(points)[:, :1]
+    (u_x,) = torch.autograd.grad(u, points, torch.ones_like(u), create_graph=True)
+    (u_xx,) = torch.autograd.grad(u_x, points, torch.ones_like(u_x), materialize_grads=True)
+    hess = torch.func.vmap(torch.func.hessian(lambda p: eager(p)[0]))(points.detach())
+    check_close(u_xx, hess.reshape(5, 1), "u_xx is each sample's second derivative")
+
+
+def test_refb_r9_materialize_grads_turns_the_compile_failure_into_zeros(real_claims):
+    from compiled_double_backward import one_feature_networks
+
+    replay(real_claims, "reference/look-up-the-questions-people-ask", "The second call raises (\"appears",
+           second_call_raises_only_for_a_constant_u_x, one_feature_networks(compiled=True),
+           st.integers(0, 2**16), fails_on="OptimizedModule", because="second derivative")
+
+# -- refB R3: the retain_graph loop under autocast ------------------------------------
+
+def retained_loop_with_a_step_fails_at_step_2(steps, with_optimizer_step, seed, autocast) -> bool:
+    """refB R3, misconceptions.md: "`optimizer.step()` changes the weight in place, so
+    step 2 [...] fails", read for the loop as readers train it, under bfloat16 autocast
+    too: with an optimizer step and three steps or more, it raises."""
+    import contextlib
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        cell = torch.nn.Linear(2, 2)
+    optimizer = torch.optim.SGD(cell.parameters(), lr=0.1)
+    state = torch.zeros(1, 2)
+    around = torch.autocast("cpu", dtype=torch.bfloat16) if autocast != "off" else contextlib.nullcontext()
+    try:
+        with around:
+            for _step in range(steps):
+                state = torch.tanh(cell(state) + 1)
+                optimizer.zero_grad()
+                state.sum().backward(retain_graph=True)
+                if with_optimizer_step:
+                    optimizer.step()
+    except RuntimeError as error:
+        return "modified by an inplace operation" in str(error)
+    return not with_optimizer_step or steps < 3
+
+
+def test_refb_r3_autocast_saves_a_copy_and_the_loop_runs_silently(real_claims):
+    replay(real_claims, "reference/misconceptions", "`retain_graph=True`\n  keeps it alive",
+           retained_loop_with_a_step_fails_at_step_2,
+           labelled(st.integers(2, 5), "loop steps from 2 to 5"),
+           labelled(st.booleans(), "with or without optimizer.step()"),
+           labelled(st.integers(0, 2**16), "seeds of the cell"),
+           labelled(st.sampled_from(["off", "around each forward", "around the loop"]),
+                    "bfloat16 autocast: off, around each forward, around the whole loop"),
+           fails_on="around")
