@@ -66,16 +66,17 @@ class Map:
         return torch.randn(self.n, dtype=dtype, generator=torch.Generator().manual_seed(seed))
 
 
-def named(family: str):
+def named(family: str | Callable[..., str]):
     """Label the strategies a factory makes with the family's name: a property
-    check's record says what it ran over."""
+    check's record says what it ran over. ``family`` may be a function of the
+    factory's arguments, for a factory whose arguments narrow what it draws."""
     def decorate(factory):
         @functools.wraps(factory)
         def make(*args, **kwargs) -> st.SearchStrategy:
             strategy = factory(*args, **kwargs)
-            strategy.family_name = family
+            strategy.family_name = family(*args, **kwargs) if callable(family) else family
             return strategy
-        make.family_name = family
+        make.family_name = family() if callable(family) else family
         return make
     return decorate
 
@@ -289,7 +290,14 @@ REAL_DTYPES = (torch.float32, torch.float64)
 COMPLEX_DTYPES = (torch.complex64, torch.complex128)
 
 
-@named("dtypes")
+def _dtype_words(real: bool = True, complex: bool = True) -> str:
+    chosen = (REAL_DTYPES if real else ()) + (COMPLEX_DTYPES if complex else ())
+    kind = {(True, True): "real and complex", (True, False): "real", (False, True): "complex"}
+    names = [str(dtype).removeprefix("torch.") for dtype in chosen]
+    return f"{kind[real, complex]} dtypes: {', '.join(names[:-1])} and {names[-1]}"
+
+
+@named(_dtype_words)
 def dtypes(real: bool = True, complex: bool = True) -> st.SearchStrategy[torch.dtype]:
     """Floating dtypes that can require grad: real, complex, or both."""
     chosen = (REAL_DTYPES if real else ()) + (COMPLEX_DTYPES if complex else ())
@@ -363,7 +371,7 @@ class ShapedMap:
         return (torch.cos(A @ x.reshape(-1))[:, None] * A).reshape(self.y_shape + self.x_shape)
 
 
-@named("maps between tensors of any shape, 0-d included")
+@named("y = sin(A x), x and y each of 0 to 3 dimensions of 1 to 3 entries (0-d included)")
 @st.composite
 def shaped_maps(draw) -> ShapedMap:
     """x and y each of 0 to 3 dimensions of 1 to 3 entries: vectors, matrices,

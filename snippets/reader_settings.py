@@ -89,7 +89,11 @@ _TRAIN_LAYERS = {
 }
 
 
-@named("models with Dropout or BatchNorm in training mode")
+def _train_words(layers: tuple[str, ...] = tuple(_TRAIN_LAYERS)) -> str:
+    return f"MLPs with {' or '.join(layers)} in training mode"
+
+
+@named(_train_words)
 @st.composite
 def train_mode_models(draw, layers: tuple[str, ...] = tuple(_TRAIN_LAYERS)) -> Setting:
     """An MLP with a Dropout or a BatchNorm1d layer, in training mode, and its batch."""

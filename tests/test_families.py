@@ -142,6 +142,16 @@ def _all(strategy) -> list:
     return families.members(strategy, 60)
 
 
+@pytest.mark.parametrize("which", [{}, {"complex": False}, {"real": False}])
+def test_a_dtypes_label_names_exactly_the_dtypes_it_draws(which):
+    strategy = families.dtypes(**which)
+    named = {str(dtype).removeprefix("torch.") for dtype in (*families.REAL_DTYPES,
+                                                             *families.COMPLEX_DTYPES)
+             if str(dtype).removeprefix("torch.") in strategy.family_name}
+    assert named == {str(dtype).removeprefix("torch.") for dtype in _all(strategy)}
+    assert ("complex" in strategy.family_name.split(" dtypes")[0]) == which.get("complex", True)
+
+
 def test_every_family_is_named_for_the_record():
     for factory in families.FAMILIES:
         assert factory.family_name and factory().family_name == factory.family_name

@@ -69,6 +69,16 @@ def test_train_mode_models_hold_dropout_and_batchnorm():
     assert member(rs.train_mode_models(), lambda s: s.kind == "BatchNorm1d")
 
 
+@pytest.mark.parametrize("layers", [("Dropout", "BatchNorm1d"), ("BatchNorm1d",), ("Dropout",)])
+def test_a_train_mode_label_names_only_the_layers_it_draws(layers):
+    """A family narrowed to BatchNorm1d is not labelled "Dropout or BatchNorm"."""
+    strategy = rs.train_mode_models(layers=layers)
+    drawn = {setting.kind for setting in families.members(strategy, 30)}
+    assert drawn == set(layers)
+    assert {layer for layer in ("Dropout", "BatchNorm") if layer in strategy.family_name} == {
+        layer for layer in ("Dropout", "BatchNorm") if any(kind.startswith(layer) for kind in drawn)}
+
+
 def test_batch_norm_models_hold_rows_and_image_batches():
     assert member(rs.batch_norm_models(), lambda s: s.kind == "BatchNorm1d")
     assert member(rs.batch_norm_models(), lambda s: s.kind == "BatchNorm2d")
