@@ -3511,3 +3511,154 @@ def test_refb_r3_autocast_saves_a_copy_and_the_loop_runs_silently(real_claims):
            labelled(st.sampled_from(["off", "around each forward", "around the loop"]),
                     "bfloat16 autocast: off, around each forward, around the whole loop"),
            fails_on="around")
+
+
+# -- s10 howtoB: a Function inside a network, no_grad views, linearize, attention -----
+
+def no_grad_view_term_reaches_its_base(chain, how) -> bool:
+    """s10 B1, get-gradients-of-intermediate-tensors: "a view taken under
+    `torch.no_grad()` never does [get a `.grad`], though it is one", read (it says
+    `requires_grad=True`) as its loss term still reaching the base `w`: it does not."""
+    from second_backward import MADE_WITHOUT_GRAD, NO_GRAD_VIEW, summed_chain
+
+    if how != NO_GRAD_VIEW:
+        return True
+    leaf = torch.tensor([0.5, 1.0, 2.0, 3.0], requires_grad=True)
+    t = MADE_WITHOUT_GRAD[how](chain, leaf)
+    (summed_chain(chain, leaf) * t).sum().backward()
+    through_t, leaf.grad = leaf.grad, None
+    (summed_chain(chain, leaf) * t.detach()).sum().backward()
+    return not torch.equal(through_t, leaf.grad)
+
+
+def test_s10_b1_a_no_grad_view_sends_nothing_to_its_base(real_claims):
+    from second_backward import NON_SCALAR_OPERATIONS, made_without_grad
+
+    replay(real_claims, "how-to/get-gradients-of-intermediate-tensors",
+           "Only the second kind, a leaf that requires grad, ever gets", no_grad_view_term_reaches_its_base,
+           operation_chains(NON_SCALAR_OPERATIONS), made_without_grad(), fails_on="a view of the leaf under no_grad")
+
+
+def jvp_fn_is_the_same_every_call(seed) -> bool:
+    """s10 B2, pass-options-to-torch-func-transforms: "`jvp_fn` ... computes $J u$
+    for any tangent $u$ ... Calls of `jvp_fn` never run $f$ again", read as a fixed
+    linear map, also for a net with Dropout in training mode: each call draws a mask."""
+    import warnings
+
+    torch.manual_seed(seed)
+    linear = torch.nn.Linear
+    net = torch.nn.Sequential(linear(4, 32), torch.nn.Dropout(0.5), linear(32, 3))
+    at, tangent = torch.randn(4), torch.randn(4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        _value, jvp_fn = torch.func.linearize(net.train(), at)
+    return torch.equal(jvp_fn(tangent), jvp_fn(tangent))
+
+
+def test_s10_b2_jvp_fn_draws_a_new_mask_each_call(real_claims):
+    replay(real_claims, "how-to/pass-options-to-torch-func-transforms", "but they replay its random operations",
+           jvp_fn_is_the_same_every_call, labelled(st.integers(0, 10**6), "seeds of a Linear-Dropout-Linear net"),
+           fails_on="")
+
+
+def _critic_penalty(setting, middle, last=None):
+    """The recipe's penalty on Linear · Tanh · middle · Linear (``last``: middle after
+    the critic instead), backward() to the weights."""
+    model = setting.model
+    x_hat = setting.inputs.detach().requires_grad_()
+    scores = last(model(x_hat)) if last else model[2](middle(model[1](model[0](x_hat))))
+    (slope,) = torch.autograd.grad(scores, x_hat, torch.ones_like(scores), create_graph=True)
+    ((slope.norm(dim=1) - 1) ** 2).mean().backward()
+
+
+def numpy_cube_in_a_penalty_raises_nothing(setting, place) -> bool:
+    """s10 B3, write-a-custom-autograd-function: "With the usual seed of ones
+    (`create_graph=True` on a scalar loss, a gradient penalty), the cotangent does not
+    require grad and the decorator raises nothing": inside the critic it raises."""
+    from torch.autograd.function import once_differentiable
+
+    class NumpyCube(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x**3
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * torch.from_numpy(3 * x.numpy() ** 2)
+
+    cube = NumpyCube.apply
+    _critic_penalty(setting, cube, last=cube if place.startswith("last") else None)
+    return True
+
+
+def test_s10_b3_once_differentiable_inside_a_critic_raises(real_claims):
+    places = labelled(st.sampled_from(["last: cube(critic(x))", "inside: Linear · Tanh · cube · Linear"]),
+                      "the cube last in the critic, or between its layers")
+    replay(real_claims, CUSTOM_FUNCTION_PAGE, "Inside a network, the cotangent comes through",
+           numpy_cube_in_a_penalty_raises_nothing, multi_feature_inputs(), places, fails_on="inside",
+           because="trying to differentiate twice a function that was marked with @once_differentiable")
+
+
+def bessel_penalty_raises_without_other_terms(setting) -> bool:
+    """s10 B6, handle-operations-with-no-useful-derivative: a second derivative through
+    BesselJ0 "in a gradient penalty, say ... raises "element 0 of tensors does not
+    require grad" when [the loss] has [no other terms]": inside a critic the penalty
+    has none, and runs, with a wrong gradient."""
+
+    class BesselJ0(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return torch.special.bessel_j0(x)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return -grad_output * torch.special.bessel_j1(x)
+
+    try:
+        _critic_penalty(setting, BesselJ0.apply)
+    except RuntimeError as error:
+        return str(error).startswith("element 0 of tensors does not require grad")
+    return False
+
+
+def test_s10_b6_bessel_inside_a_critic_runs_silently(real_claims):
+    replay(real_claims, "how-to/handle-operations-with-no-useful-derivative", "A second derivative through it",
+           bessel_penalty_raises_without_other_terms, multi_feature_inputs(), fails_on="tanh MLP")
+
+
+def attention_critic_takes_the_penalty(kind, seed) -> bool:
+    """s10 B4, penalize-the-gradient-with-respect-to-the-inputs: "Four setups break a
+    gradient penalty where a plain loss works", attention not among them: its fused
+    kernels have no double backward."""
+    torch.manual_seed(seed)
+    layer = torch.nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, batch_first=True).double()
+    attention = torch.nn.MultiheadAttention(4, 2, batch_first=True).double()
+    if kind.startswith("Transformer"):
+        critic = layer.train() if kind.endswith("train()") else layer.eval()
+    else:
+        critic = lambda t: attention(t, t, t, need_weights=False)[0]  # noqa: E731
+    x_hat = torch.randn(3, 5, 4, dtype=torch.float64, requires_grad=True)
+    s = critic(x_hat).sum((1, 2))
+    (g,) = torch.autograd.grad(s, x_hat, torch.ones_like(s), create_graph=True)
+    ((g.flatten(1).norm(dim=1) - 1) ** 2).mean().backward()
+    return True
+
+
+def test_s10_b4_attention_breaks_the_penalty(real_claims):
+    critics = labelled(st.sampled_from(["TransformerEncoderLayer, train()", "TransformerEncoderLayer, eval()",
+                                        "MultiheadAttention, need_weights=False"]),
+                       "attention critics: TransformerEncoderLayer (train, eval), MultiheadAttention")
+    replay(real_claims, "how-to/penalize-the-gradient-with-respect-to-the-inputs", "**Attention.**",
+           attention_critic_takes_the_penalty, critics, labelled(st.integers(0, 10**6), "seeds"),
+           fails_on="", because="derivative for aten::_scaled_dot_product_flash_attention_for_cpu_backward")
