@@ -1931,26 +1931,39 @@ def test_s4_21_a_write_through_data_into_a_saved_tensor_goes_unnoticed(real_clai
 GRADCHECK_STATES = {"freshly compiled": None,
                     "a training step on plain data, batch 4": (False, 4),
                     "a training step on plain data, batch 2": (False, 2),
-                    "a training step on plain data, batch 16": (False, 16),
                     "a training step on inputs that require grad, batch 4": (True, 4),
                     "a training step on inputs that require grad, batch 16": (True, 16)}
-GRADCHECK_AFTER_TRAINING = st.sampled_from(list(GRADCHECK_STATES))
-GRADCHECK_AFTER_TRAINING.family_name = ("an MLP under torch.compile(backend=\"aot_eager\"), fresh or "
-                                        "after one training step, checked at batch 4")
+GRADCHECK_FUNCTIONS = ("the tanh MLP", "tanh(x).sum()", "the page's g", "one Linear")
+GRADCHECK_AFTER_TRAINING = st.sampled_from(
+    [f"{function}, {state}" for function in GRADCHECK_FUNCTIONS for state in GRADCHECK_STATES
+     if function in ("the tanh MLP", "one Linear") or "plain data" not in state])
+GRADCHECK_AFTER_TRAINING.family_name = (
+    "an MLP, one Linear, tanh(x).sum() and the page's g under "
+    "torch.compile(backend=\"aot_eager\"), fresh or after one training step, checked at batch 4")
 
 
-
-def compiled_mlp_after(state):
-    """check-gradients.md's float64 tanh MLP under aot_eager, compiled anew, after the
-    training step ``state`` names (if any), and gradcheck's (4, 2) input."""
+def compiled_mlp_after(case):
+    """check-gradients.md's compiled cases: what ``case`` names (float64) under
+    aot_eager, compiled anew, after the training step it names (if any), and
+    gradcheck's input ((4, 2) for the modules, 4 numbers for the functions)."""
+    function, state = case.split(", ", 1)
     step = GRADCHECK_STATES[state]
     generator = torch.Generator().manual_seed(0)
-    eager = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1)).double()
-    inputs = torch.randn(4, 2, dtype=torch.float64, generator=generator, requires_grad=True)
+    if function == "the tanh MLP":
+        eager, shape = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Tanh(),
+                                           torch.nn.Linear(8, 1)).double(), (lambda n: (n, 2))
+    elif function == "one Linear":
+        eager, shape = torch.nn.Linear(2, 1).double(), (lambda n: (n, 2))
+    elif function == "tanh(x).sum()":
+        eager, shape = (lambda t: torch.tanh(t).sum()), (lambda n: (n,))
+    else:
+        eager, shape = (lambda t: (t ** 2 * torch.sin(t)).sum()), (lambda n: (n,))
+    inputs = torch.randn(*shape(4), dtype=torch.float64, generator=generator, requires_grad=True)
     torch._dynamo.reset()
     compiled = torch.compile(eager, backend="aot_eager")
     if step is not None:
-        batch = torch.randn(step[1], 2, dtype=torch.float64, generator=generator, requires_grad=step[0])
+        batch = torch.randn(*shape(step[1]), dtype=torch.float64, generator=generator,
+                            requires_grad=step[0])
         compiled(batch).sum().backward()
     return compiled, inputs
 
@@ -1958,7 +1971,7 @@ def gradcheck_raises_after_any_training_step(state) -> bool:
     """Rows 1-2, check-gradients.md (f7cafa7:426-428): "when the function was first
     compiled by a training step (a forward pass and `backward()`), `gradcheck` raises
     too", read of the usual step, on plain data of gradcheck's batch size."""
-    if GRADCHECK_STATES[state] is None:
+    if state.endswith("freshly compiled"):
         return True
     compiled, inputs = compiled_mlp_after(state)
     try:
@@ -1972,6 +1985,27 @@ def test_howto39_1_gradcheck_passes_after_a_training_step_on_plain_data(real_cla
     replay(real_claims, "how-to/check-gradients", "`gradcheck` passes on a freshly compiled function",
            gradcheck_raises_after_any_training_step, GRADCHECK_AFTER_TRAINING,
            fails_on="plain data, batch 4")
+
+
+def donated_buffers_after_any_such_step(case) -> bool:
+    """s10 A2, check-gradients.md (19af9dd:435-437): "After a training step on an input
+    that required grad, or on another batch size, both raise ("compiled with non-empty
+    donated buffers")", of any compiled function; the page's g, whose compiled backward
+    saves only its input, still passes gradcheck."""
+    state = case.split(", ", 1)[1]
+    if state in ("freshly compiled", "a training step on plain data, batch 4"):
+        return True
+    compiled, inputs = compiled_mlp_after(case)
+    try:
+        torch.autograd.gradcheck(compiled, (inputs,))
+    except RuntimeError as error:
+        return "donated buffers" in str(error)
+    return False
+
+
+def test_s10_a2_gradcheck_after_a_step_depends_on_what_the_backward_saves(real_claims):
+    replay(real_claims, "how-to/check-gradients", "After a training step on an input that required grad",
+           donated_buffers_after_any_such_step, GRADCHECK_AFTER_TRAINING, fails_on="one Linear")
 
 
 NO_GRAD_VIEWS = {"t[:1]": lambda t: t[:1], "t.view(-1)": lambda t: t.view(-1),
