@@ -692,11 +692,14 @@ def test_s1_the_straight_through_line_loses_a_far_step_to_rounding(real_claims):
            fails_on="'sign'", because="forward is not the step")
 
 
-def mean_of_the_unreduced_loss_is_the_builtin_mean(size, classes, weighted, ignored, seed) -> None:
+def mean_of_the_unreduced_loss_is_the_builtin_mean(size, classes, weighted, ignored, seed, soft) -> None:
     """S3, backpropagate-from-a-non-scalar-output.md:36-38, 632-635: for a loss with
     `reduction='none'`, "`loss.mean().backward()` gives the gradient of the mean loss,
     the one a training step wants", checked on (w - 1) ** 2 alone. Replayed on the
-    draws of the check of cross_entropy's mean with class weights and ignore_index."""
+    draws of the check of cross_entropy's mean with class weights and ignore_index
+    (its class-probability members, where the mean is right, are skipped)."""
+    if soft:
+        return
     generator = torch.Generator().manual_seed(seed)
     scores = torch.randn(size, classes, dtype=torch.float64, generator=generator)
     labels = torch.randint(classes, (size,), generator=generator)
@@ -708,11 +711,42 @@ def mean_of_the_unreduced_loss_is_the_builtin_mean(size, classes, weighted, igno
 
 def test_s3_mean_of_an_unreduced_weighted_or_ignoring_loss_is_another_number(real_claims):
     replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output",
-           "averages over the weights of the targets it counts", mean_of_the_unreduced_loss_is_the_builtin_mean,
-           labelled(st.integers(2, 8), "batch sizes 2 to 8"), labelled(st.integers(2, 5), "2 to 5 classes"),
-           labelled(st.booleans(), "class weights: yes or no"), labelled(st.integers(0, 3), "0 to 3 ignored targets"),
-           labelled(SEEDS, "seeds of scores, labels and class weights"),
-           fails_on=", ", because="the built-in mean")
+           "A classification loss with class-index targets", mean_of_the_unreduced_loss_is_the_builtin_mean,
+           *COUNTED_WEIGHT_FAMILIES, fails_on=", False", because="the built-in mean")
+
+
+COUNTED_WEIGHT_FAMILIES = (
+    labelled(st.integers(2, 8), "batch sizes 2 to 8"), labelled(st.integers(2, 5), "2 to 5 classes"),
+    labelled(st.booleans(), "class weights: yes or no"), labelled(st.integers(0, 3), "0 to 3 ignored targets"),
+    labelled(SEEDS, "seeds of scores, labels and class weights"),
+    labelled(st.booleans(), "class-index targets or class probabilities"))
+
+
+def any_weighted_classification_mean_divides_by_the_counted_weights(size, classes, weighted, ignored,
+                                                                    seed, soft) -> None:
+    """s10 A1, backpropagate-from-a-non-scalar-output.md (19af9dd:903-906): "A
+    classification loss with class `weight=` or `ignore_index` (cross_entropy,
+    nll_loss) averages over the weights of the targets it counts [...]: divide the
+    sum by those weights", of cross_entropy with class probabilities too, whose
+    counted weight is each sample's probabilities times the class weights."""
+    if not soft:
+        return
+    generator = torch.Generator().manual_seed(seed)
+    scores = torch.randn(size, classes, dtype=torch.float64, generator=generator)
+    probabilities = torch.rand(size, classes, dtype=torch.float64, generator=generator).softmax(1)
+    class_weight = torch.rand(classes, dtype=torch.float64, generator=generator) + 0.1 if weighted else None
+    each = torch.nn.functional.cross_entropy(scores, probabilities, weight=class_weight, reduction="none")
+    counted = probabilities.sum() if class_weight is None else (probabilities * class_weight).sum()
+    check_close(each.sum() / counted,
+                torch.nn.functional.cross_entropy(scores, probabilities, weight=class_weight),
+                "the built-in mean")
+
+
+def test_s10_a1_class_probability_targets_average_over_the_samples(real_claims):
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output",
+           "with class probabilities as targets, `cross_entropy` averages over the samples",
+           any_weighted_classification_mean_divides_by_the_counted_weights,
+           *COUNTED_WEIGHT_FAMILIES, fails_on=", True, 0, 0, True", because="the built-in mean")
 
 
 def none_is_refused_for_an_input_that_requires_grad(wants_grad, returns_none) -> bool:
