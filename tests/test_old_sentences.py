@@ -692,11 +692,14 @@ def test_s1_the_straight_through_line_loses_a_far_step_to_rounding(real_claims):
            fails_on="'sign'", because="forward is not the step")
 
 
-def mean_of_the_unreduced_loss_is_the_builtin_mean(size, classes, weighted, ignored, seed) -> None:
+def mean_of_the_unreduced_loss_is_the_builtin_mean(size, classes, weighted, ignored, seed, soft) -> None:
     """S3, backpropagate-from-a-non-scalar-output.md:36-38, 632-635: for a loss with
     `reduction='none'`, "`loss.mean().backward()` gives the gradient of the mean loss,
     the one a training step wants", checked on (w - 1) ** 2 alone. Replayed on the
-    draws of the check of cross_entropy's mean with class weights and ignore_index."""
+    draws of the check of cross_entropy's mean with class weights and ignore_index
+    (its class-probability members, where the mean is right, are skipped)."""
+    if soft:
+        return
     generator = torch.Generator().manual_seed(seed)
     scores = torch.randn(size, classes, dtype=torch.float64, generator=generator)
     labels = torch.randint(classes, (size,), generator=generator)
@@ -708,11 +711,42 @@ def mean_of_the_unreduced_loss_is_the_builtin_mean(size, classes, weighted, igno
 
 def test_s3_mean_of_an_unreduced_weighted_or_ignoring_loss_is_another_number(real_claims):
     replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output",
-           "averages over the weights of the targets it counts", mean_of_the_unreduced_loss_is_the_builtin_mean,
-           labelled(st.integers(2, 8), "batch sizes 2 to 8"), labelled(st.integers(2, 5), "2 to 5 classes"),
-           labelled(st.booleans(), "class weights: yes or no"), labelled(st.integers(0, 3), "0 to 3 ignored targets"),
-           labelled(SEEDS, "seeds of scores, labels and class weights"),
-           fails_on=", ", because="the built-in mean")
+           "A classification loss with class-index targets", mean_of_the_unreduced_loss_is_the_builtin_mean,
+           *COUNTED_WEIGHT_FAMILIES, fails_on=", False", because="the built-in mean")
+
+
+COUNTED_WEIGHT_FAMILIES = (
+    labelled(st.integers(2, 8), "batch sizes 2 to 8"), labelled(st.integers(2, 5), "2 to 5 classes"),
+    labelled(st.booleans(), "class weights: yes or no"), labelled(st.integers(0, 3), "0 to 3 ignored targets"),
+    labelled(SEEDS, "seeds of scores, labels and class weights"),
+    labelled(st.booleans(), "class-index targets or class probabilities"))
+
+
+def any_weighted_classification_mean_divides_by_the_counted_weights(size, classes, weighted, ignored,
+                                                                    seed, soft) -> None:
+    """s10 A1, backpropagate-from-a-non-scalar-output.md (19af9dd:903-906): "A
+    classification loss with class `weight=` or `ignore_index` (cross_entropy,
+    nll_loss) averages over the weights of the targets it counts [...]: divide the
+    sum by those weights", of cross_entropy with class probabilities too, whose
+    counted weight is each sample's probabilities times the class weights."""
+    if not soft:
+        return
+    generator = torch.Generator().manual_seed(seed)
+    scores = torch.randn(size, classes, dtype=torch.float64, generator=generator)
+    probabilities = torch.rand(size, classes, dtype=torch.float64, generator=generator).softmax(1)
+    class_weight = torch.rand(classes, dtype=torch.float64, generator=generator) + 0.1 if weighted else None
+    each = torch.nn.functional.cross_entropy(scores, probabilities, weight=class_weight, reduction="none")
+    counted = probabilities.sum() if class_weight is None else (probabilities * class_weight).sum()
+    check_close(each.sum() / counted,
+                torch.nn.functional.cross_entropy(scores, probabilities, weight=class_weight),
+                "the built-in mean")
+
+
+def test_s10_a1_class_probability_targets_average_over_the_samples(real_claims):
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output",
+           "with class probabilities as targets, `cross_entropy` averages over the samples",
+           any_weighted_classification_mean_divides_by_the_counted_weights,
+           *COUNTED_WEIGHT_FAMILIES, fails_on=", True, 0, 0, True", because="the built-in mean")
 
 
 def none_is_refused_for_an_input_that_requires_grad(wants_grad, returns_none) -> bool:
@@ -1931,26 +1965,39 @@ def test_s4_21_a_write_through_data_into_a_saved_tensor_goes_unnoticed(real_clai
 GRADCHECK_STATES = {"freshly compiled": None,
                     "a training step on plain data, batch 4": (False, 4),
                     "a training step on plain data, batch 2": (False, 2),
-                    "a training step on plain data, batch 16": (False, 16),
                     "a training step on inputs that require grad, batch 4": (True, 4),
                     "a training step on inputs that require grad, batch 16": (True, 16)}
-GRADCHECK_AFTER_TRAINING = st.sampled_from(list(GRADCHECK_STATES))
-GRADCHECK_AFTER_TRAINING.family_name = ("an MLP under torch.compile(backend=\"aot_eager\"), fresh or "
-                                        "after one training step, checked at batch 4")
+GRADCHECK_FUNCTIONS = ("the tanh MLP", "tanh(x).sum()", "the page's g", "one Linear")
+GRADCHECK_AFTER_TRAINING = st.sampled_from(
+    [f"{function}, {state}" for function in GRADCHECK_FUNCTIONS for state in GRADCHECK_STATES
+     if function in ("the tanh MLP", "one Linear") or "plain data" not in state])
+GRADCHECK_AFTER_TRAINING.family_name = (
+    "an MLP, one Linear, tanh(x).sum() and the page's g under "
+    "torch.compile(backend=\"aot_eager\"), fresh or after one training step, checked at batch 4")
 
 
-
-def compiled_mlp_after(state):
-    """check-gradients.md's float64 tanh MLP under aot_eager, compiled anew, after the
-    training step ``state`` names (if any), and gradcheck's (4, 2) input."""
+def compiled_mlp_after(case):
+    """check-gradients.md's compiled cases: what ``case`` names (float64) under
+    aot_eager, compiled anew, after the training step it names (if any), and
+    gradcheck's input ((4, 2) for the modules, 4 numbers for the functions)."""
+    function, state = case.split(", ", 1)
     step = GRADCHECK_STATES[state]
     generator = torch.Generator().manual_seed(0)
-    eager = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1)).double()
-    inputs = torch.randn(4, 2, dtype=torch.float64, generator=generator, requires_grad=True)
+    if function == "the tanh MLP":
+        eager, shape = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Tanh(),
+                                           torch.nn.Linear(8, 1)).double(), (lambda n: (n, 2))
+    elif function == "one Linear":
+        eager, shape = torch.nn.Linear(2, 1).double(), (lambda n: (n, 2))
+    elif function == "tanh(x).sum()":
+        eager, shape = (lambda t: torch.tanh(t).sum()), (lambda n: (n,))
+    else:
+        eager, shape = (lambda t: (t ** 2 * torch.sin(t)).sum()), (lambda n: (n,))
+    inputs = torch.randn(*shape(4), dtype=torch.float64, generator=generator, requires_grad=True)
     torch._dynamo.reset()
     compiled = torch.compile(eager, backend="aot_eager")
     if step is not None:
-        batch = torch.randn(step[1], 2, dtype=torch.float64, generator=generator, requires_grad=step[0])
+        batch = torch.randn(*shape(step[1]), dtype=torch.float64, generator=generator,
+                            requires_grad=step[0])
         compiled(batch).sum().backward()
     return compiled, inputs
 
@@ -1958,7 +2005,7 @@ def gradcheck_raises_after_any_training_step(state) -> bool:
     """Rows 1-2, check-gradients.md (f7cafa7:426-428): "when the function was first
     compiled by a training step (a forward pass and `backward()`), `gradcheck` raises
     too", read of the usual step, on plain data of gradcheck's batch size."""
-    if GRADCHECK_STATES[state] is None:
+    if state.endswith("freshly compiled"):
         return True
     compiled, inputs = compiled_mlp_after(state)
     try:
@@ -1972,6 +2019,27 @@ def test_howto39_1_gradcheck_passes_after_a_training_step_on_plain_data(real_cla
     replay(real_claims, "how-to/check-gradients", "`gradcheck` passes on a freshly compiled function",
            gradcheck_raises_after_any_training_step, GRADCHECK_AFTER_TRAINING,
            fails_on="plain data, batch 4")
+
+
+def donated_buffers_after_any_such_step(case) -> bool:
+    """s10 A2, check-gradients.md (19af9dd:435-437): "After a training step on an input
+    that required grad, or on another batch size, both raise ("compiled with non-empty
+    donated buffers")", of any compiled function; the page's g, whose compiled backward
+    saves only its input, still passes gradcheck."""
+    state = case.split(", ", 1)[1]
+    if state in ("freshly compiled", "a training step on plain data, batch 4"):
+        return True
+    compiled, inputs = compiled_mlp_after(case)
+    try:
+        torch.autograd.gradcheck(compiled, (inputs,))
+    except RuntimeError as error:
+        return "donated buffers" in str(error)
+    return False
+
+
+def test_s10_a2_gradcheck_after_a_step_depends_on_what_the_backward_saves(real_claims):
+    replay(real_claims, "how-to/check-gradients", "After a training step on an input that required grad",
+           donated_buffers_after_any_such_step, GRADCHECK_AFTER_TRAINING, fails_on="one Linear")
 
 
 NO_GRAD_VIEWS = {"t[:1]": lambda t: t[:1], "t.view(-1)": lambda t: t.view(-1),
