@@ -3511,3 +3511,36 @@ def test_refb_r3_autocast_saves_a_copy_and_the_loop_runs_silently(real_claims):
            labelled(st.sampled_from(["off", "around each forward", "around the loop"]),
                     "bfloat16 autocast: off, around each forward, around the whole loop"),
            fails_on="around")
+
+
+# -- s10 refA R1: first.requires_grad False is no proof of a zero second derivative --
+
+def requires_grad_false_means_a_zero_second_derivative(name, values) -> bool:
+    """s10 refA R1, error-messages.md: "**Fix:** the second derivative of such a
+    function is 0. Test `first.requires_grad` before differentiating again", read as
+    readers act on it: where the first derivative does not require grad, the second
+    derivative is 0."""
+    from custom_backwards import CUSTOM_BACKWARDS
+
+    function, _ = CUSTOM_BACKWARDS[name]
+    at = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    (first,) = torch.autograd.grad(function.apply(at).sum(), at, create_graph=True)
+    if first.requires_grad:
+        return True
+
+    def first_derivative_of(t):
+        with torch.enable_grad():
+            t = t.clone().requires_grad_()
+            return torch.autograd.grad(function.apply(t).sum(), t)[0]
+
+    return torch.allclose(finite_difference_jacobian(first_derivative_of, at),
+                          torch.zeros(len(values), len(values), dtype=torch.float64), atol=1e-4)
+
+
+def test_s10_refa_r1_an_unrecorded_backward_hides_a_nonzero_second_derivative(real_claims):
+    from custom_backwards import backward_points, custom_backwards
+
+    replay(real_claims, "reference/error-messages", "`first.requires_grad` being False does not prove it",
+           requires_grad_false_means_a_zero_second_derivative, custom_backwards(), backward_points(),
+           fails_on="backward calls bessel_j1")
+
