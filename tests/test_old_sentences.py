@@ -3544,3 +3544,30 @@ def test_s10_refa_r1_an_unrecorded_backward_hides_a_nonzero_second_derivative(re
            requires_grad_false_means_a_zero_second_derivative, custom_backwards(), backward_points(),
            fails_on="backward calls bessel_j1")
 
+
+# -- s10 refA R2: backward(inputs=[h]) fills a non-leaf's .grad -----------------------
+
+def backward_fills_grad_only_for_leaves_whatever_inputs(chain, k) -> bool:
+    """s10 refA R2, error-messages.md: "**Cause:** `backward` fills `.grad` only for
+    leaf tensors", with no "by default": also under backward(inputs=[...])."""
+    import warnings
+
+    tensors = [torch.tensor([1., 2.], requires_grad=True)]
+    for name in chain:
+        tensors.append({"2 * x": lambda t: 2 * t, "exp": torch.exp, "x + 1": lambda t: t + 1,
+                        "flip": lambda t: t.flip(0), "x.double()": lambda t: t.double(),
+                        "x[:1]": lambda t: t[:1], "x.reshape(-1, 1)": lambda t: t.reshape(-1, 1)}[name](tensors[-1]))
+    (tensors[-1] ** 2).sum().backward(inputs=[tensors[k % len(tensors)]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return all(t.grad is None for t in tensors if not t.is_leaf)
+
+
+def test_s10_refa_r2_inputs_fills_a_non_leafs_grad(real_claims):
+    replay(real_claims, "reference/error-messages", "name it in `backward(inputs=[h])`",
+           backward_fills_grad_only_for_leaves_whatever_inputs,
+           labelled(st.lists(st.sampled_from(sorted(["2 * x", "exp", "x + 1", "flip", "x.double()", "x[:1]",
+                                                      "x.reshape(-1, 1)"])), min_size=1, max_size=3),
+                    "chains of 1 to 3 of 2 * x, exp, x + 1, flip, double, x[:1], reshape"),
+           labelled(st.integers(0, 3), "which tensor of the chain is named, 0 the leaf"),
+           fails_on="['2 * x'], 1")
