@@ -3730,3 +3730,63 @@ def test_s10_b4_attention_breaks_the_penalty(real_claims):
     replay(real_claims, "how-to/penalize-the-gradient-with-respect-to-the-inputs", "**Attention.**",
            attention_critic_takes_the_penalty, critics, labelled(st.integers(0, 10**6), "seeds"),
            fails_on="", because="derivative for aten::_scaled_dot_product_flash_attention_for_cpu_backward")
+
+
+# -- s10 refA R1: first.requires_grad False is no proof of a zero second derivative --
+
+def requires_grad_false_means_a_zero_second_derivative(name, values) -> bool:
+    """s10 refA R1, error-messages.md: "**Fix:** the second derivative of such a
+    function is 0. Test `first.requires_grad` before differentiating again", read as
+    readers act on it: where the first derivative does not require grad, the second
+    derivative is 0."""
+    from custom_backwards import CUSTOM_BACKWARDS
+
+    function, _ = CUSTOM_BACKWARDS[name]
+    at = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    (first,) = torch.autograd.grad(function.apply(at).sum(), at, create_graph=True)
+    if first.requires_grad:
+        return True
+
+    def first_derivative_of(t):
+        with torch.enable_grad():
+            t = t.clone().requires_grad_()
+            return torch.autograd.grad(function.apply(t).sum(), t)[0]
+
+    return torch.allclose(finite_difference_jacobian(first_derivative_of, at),
+                          torch.zeros(len(values), len(values), dtype=torch.float64), atol=1e-4)
+
+
+def test_s10_refa_r1_an_unrecorded_backward_hides_a_nonzero_second_derivative(real_claims):
+    from custom_backwards import backward_points, custom_backwards
+
+    replay(real_claims, "reference/error-messages", "`first.requires_grad` being False does not prove it",
+           requires_grad_false_means_a_zero_second_derivative, custom_backwards(), backward_points(),
+           fails_on="backward calls bessel_j1")
+
+
+# -- s10 refA R2: backward(inputs=[h]) fills a non-leaf's .grad -----------------------
+
+def backward_fills_grad_only_for_leaves_whatever_inputs(chain, k) -> bool:
+    """s10 refA R2, error-messages.md: "**Cause:** `backward` fills `.grad` only for
+    leaf tensors", with no "by default": also under backward(inputs=[...])."""
+    import warnings
+
+    tensors = [torch.tensor([1., 2.], requires_grad=True)]
+    for name in chain:
+        tensors.append({"2 * x": lambda t: 2 * t, "exp": torch.exp, "x + 1": lambda t: t + 1,
+                        "flip": lambda t: t.flip(0), "x.double()": lambda t: t.double(),
+                        "x[:1]": lambda t: t[:1], "x.reshape(-1, 1)": lambda t: t.reshape(-1, 1)}[name](tensors[-1]))
+    (tensors[-1] ** 2).sum().backward(inputs=[tensors[k % len(tensors)]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return all(t.grad is None for t in tensors if not t.is_leaf)
+
+
+def test_s10_refa_r2_inputs_fills_a_non_leafs_grad(real_claims):
+    replay(real_claims, "reference/error-messages", "name it in `backward(inputs=[h])`",
+           backward_fills_grad_only_for_leaves_whatever_inputs,
+           labelled(st.lists(st.sampled_from(sorted(["2 * x", "exp", "x + 1", "flip", "x.double()", "x[:1]",
+                                                      "x.reshape(-1, 1)"])), min_size=1, max_size=3),
+                    "chains of 1 to 3 of 2 * x, exp, x + 1, flip, double, x[:1], reshape"),
+           labelled(st.integers(0, 3), "which tensor of the chain is named, 0 the leaf"),
+           fails_on="['2 * x'], 1")
