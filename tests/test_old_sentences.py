@@ -3783,7 +3783,7 @@ def backward_fills_grad_only_for_leaves_whatever_inputs(chain, k) -> bool:
 
 
 def test_s10_refa_r2_inputs_fills_a_non_leafs_grad(real_claims):
-    replay(real_claims, "reference/error-messages", "name it in `backward(inputs=[h])`",
+    replay(real_claims, "reference/error-messages", "Or name it in `backward(inputs=[h])`",
            backward_fills_grad_only_for_leaves_whatever_inputs,
            labelled(st.lists(st.sampled_from(sorted(["2 * x", "exp", "x + 1", "flip", "x.double()", "x[:1]",
                                                       "x.reshape(-1, 1)"])), min_size=1, max_size=3),
