@@ -114,25 +114,18 @@ def batch_norm_models(draw) -> Setting:
     layout = draw(st.sampled_from(("rows", "images", "sequences")))
     if layout == "rows":
         return draw(train_mode_models(layers=("BatchNorm1d",)))
-    if layout == "sequences":
-        batch, channels, length, seed = (draw(BATCH_SIZES), draw(st.integers(1, 3)),
-                                         draw(st.integers(3, 6)), draw(SEEDS))
-        with seeded(seed):
-            model = torch.nn.Sequential(
-                torch.nn.Conv1d(channels, 2, 3, padding=1), torch.nn.BatchNorm1d(2),
-                torch.nn.Tanh(), torch.nn.Flatten(),
-                torch.nn.Linear(2 * length, 1)).to(DTYPE).train()
-        return Setting(f"conv with BatchNorm1d (train) on ({batch}, {channels}, {length}) sequences",
-                       model, _leaf(seed, batch, channels, length), "BatchNorm1d")
+    sides = 1 if layout == "sequences" else 2  # L, or H and W
+    conv, norm = ((torch.nn.Conv1d, torch.nn.BatchNorm1d) if sides == 1
+                  else (torch.nn.Conv2d, torch.nn.BatchNorm2d))
     batch, channels, side, seed = (draw(BATCH_SIZES), draw(st.integers(1, 3)),
                                    draw(st.integers(3, 6)), draw(SEEDS))
     with seeded(seed):
         model = torch.nn.Sequential(
-            torch.nn.Conv2d(channels, 2, 3, padding=1), torch.nn.BatchNorm2d(2),
-            torch.nn.Tanh(), torch.nn.Flatten(),
-            torch.nn.Linear(2 * side * side, 1)).to(DTYPE).train()
-    return Setting(f"conv with BatchNorm2d (train) on ({batch}, {channels}, {side}, {side}) images",
-                   model, _leaf(seed, batch, channels, side, side), "BatchNorm2d")
+            conv(channels, 2, 3, padding=1), norm(2), torch.nn.Tanh(), torch.nn.Flatten(),
+            torch.nn.Linear(2 * side**sides, 1)).to(DTYPE).train()
+    shape = (batch, channels) + (side,) * sides
+    return Setting(f"conv with {norm.__name__} (train) on {shape} {layout}",
+                   model, _leaf(seed, *shape), norm.__name__)
 
 
 @dataclass(frozen=True)
