@@ -1551,13 +1551,64 @@ def vmap_of_a_train_mode_dropout_network_raises(net, jac, seed) -> bool:
     `vmap` raises on the random mask", with no word on `randomness=`. With
     randomness="different" (jacfwd: its own randomness="same") it runs."""
     dropped = torch.nn.Sequential(*net[:-1], torch.nn.Dropout(0.5), net[-1]).train()
-    inner = jac(dropped, randomness="same") if jac is torch.func.jacfwd else jac(dropped)
+    one_row = lambda row: dropped(row[None])[0]  # noqa: E731
+    inner = jac(one_row, randomness="same") if jac is torch.func.jacfwd else jac(one_row)
     try:
-        torch.func.vmap(inner, randomness="different")(torch.randn(4, net.in_features,
+        torch.func.vmap(inner, randomness="different")(torch.randn(4, *net.sample_shape,
                                                                    dtype=torch.float64))
     except RuntimeError:
         return True
     return False
+
+
+def the_bare_model_under_vmap_with_randomness(net, jac, seed) -> bool:
+    """s10 refB B6, misconceptions.md and look-up: the training-mode recipe mapped
+    the bare ``model`` (``vmap(jacrev(model), randomness="different")``, the jacfwd
+    form likewise), naming no condition but "no BatchNorm". A Conv2d-ReLU-Flatten-
+    Linear classifier with Dropout raises: Flatten expects the batch dimension."""
+    dropped = torch.nn.Sequential(*net[:-1], torch.nn.Dropout(0.5), net[-1]).train()
+    inner = jac(dropped, randomness="same") if jac is torch.func.jacfwd else jac(dropped)
+    try:
+        torch.func.vmap(inner, randomness="different")(torch.randn(4, *net.sample_shape,
+                                                                   dtype=torch.float64))
+    except RuntimeError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("docname, quote, jac", [
+    ("reference/misconceptions", "For the training-mode Jacobian of a model with Dropout",
+     torch.func.jacrev),
+    ("reference/look-up-the-questions-people-ask", "With\n`Dropout` in training mode,",
+     torch.func.jacfwd)])
+def test_s10_b6_the_training_mode_recipe_on_the_bare_model(real_claims, docname, quote, jac):
+    from per_sample_jacobians import dropout_models
+
+    replay(real_claims, docname, quote, the_bare_model_under_vmap_with_randomness,
+           dropout_models(), st.just(jac), SEEDS, fails_on="Conv2d")
+
+
+def row_none_works_whatever_the_layers(models, jac) -> bool:
+    """s10 refB B1, both pages: "map `lambda row: model(row[None])[0]` instead,
+    which works whatever the layers", under the page's vmap(jac). A GRU or an RNN
+    raises (no batching rule), as do an LSTM and a TransformerEncoderLayer under
+    jacfwd (no forward-mode formula)."""
+    for _kind, model, batch in models:
+        one_row = lambda row, model=model: model(row[None])[0]  # noqa: E731
+        try:
+            torch.func.vmap(jac(one_row))(batch)
+        except (RuntimeError, NotImplementedError):
+            return False
+    return True
+
+
+@pytest.mark.parametrize(("page", "jac"), BATCH_DIMENSION_PAGES)
+def test_s10_b1_row_none_works_whatever_the_layers(real_claims, page, jac):
+    from per_sample_jacobians import sequence_models
+
+    replay(real_claims, page, "`Linear`, `Conv2d`, activations and `nn.MultiheadAttention`",
+           lambda models: row_none_works_whatever_the_layers(models, jac), sequence_models(),
+           fails_on="RNN, GRU")
 
 
 @pytest.mark.parametrize("docname, quote, jac", [
@@ -1567,8 +1618,10 @@ def vmap_of_a_train_mode_dropout_network_raises(net, jac, seed) -> bool:
      torch.func.jacfwd)])
 def test_r2_vmap_raises_on_dropout_in_training_mode_whatever_its_randomness(
         real_claims, docname, quote, jac):
+    from per_sample_jacobians import dropout_models
+
     replay(real_claims, docname, quote, vmap_of_a_train_mode_dropout_network_raises,
-           small_networks(batchnorm=False), st.just(jac), SEEDS, fails_on="")
+           dropout_models(), st.just(jac), SEEDS, fails_on="")
 
 
 def autocast_output_has_no_numpy_dtype(dtype, seed) -> bool:
@@ -3511,3 +3564,4 @@ def test_refb_r3_autocast_saves_a_copy_and_the_loop_runs_silently(real_claims):
            labelled(st.sampled_from(["off", "around each forward", "around the loop"]),
                     "bfloat16 autocast: off, around each forward, around the whole loop"),
            fails_on="around")
+
