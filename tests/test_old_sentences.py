@@ -3565,3 +3565,40 @@ def test_refb_r3_autocast_saves_a_copy_and_the_loop_runs_silently(real_claims):
                     "bfloat16 autocast: off, around each forward, around the whole loop"),
            fails_on="around")
 
+
+# -- s10 refB: the glossary's per-sample gradients and version counter ----------------
+
+def backward_raises_whenever_a_saved_version_moved(op_name, edit_name, hook) -> bool:
+    """s10 refB B7, glossary.md (version counter): "`backward` raises if the version
+    has moved since", unconditionally. Under a saved-tensor hook nothing is checked."""
+    import contextlib
+
+    hooks = {"no hook": contextlib.nullcontext,
+             "save_on_cpu (a CPU tensor: kept as it is)": torch.autograd.graph.save_on_cpu,
+             "identity hook": lambda: torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t),
+             "hook packing a copy": lambda: torch.autograd.graph.saved_tensors_hooks(torch.clone, lambda t: t)}
+    ops = {"x ** 2 (saves x)": (lambda t: t ** 2, "input"), "sin (saves x)": (torch.sin, "input"),
+           "exp (saves its output)": (torch.exp, "output"),
+           "sigmoid (saves its output)": (torch.sigmoid, "output")}
+    edits = {"add_(1)": lambda t: t.add_(1), "mul_(2)": lambda t: t.mul_(2), "zero_()": lambda t: t.zero_(),
+             "[0] = 5": lambda t: t.__setitem__(0, 5.0), "through a view": lambda t: t.view(-1)[1:].add_(1),
+             "+= 1": lambda t: t.__iadd__(1), "nn.ReLU(inplace=True)": torch.nn.ReLU(inplace=True)}
+    op, saves = ops[op_name]
+    start = torch.tensor([0.5, -1.0, 2.0], requires_grad=True) * 1
+    with hooks[hook]():
+        out = op(start)
+    edits[edit_name](start if saves == "input" else out)
+    try:
+        out.sum().backward()
+    except RuntimeError as error:
+        return "is at version" in str(error)
+    return False
+
+
+def test_s10_b7_a_saved_tensor_hook_turns_the_version_check_off(real_claims):
+    names = ["x ** 2 (saves x)", "sin (saves x)", "exp (saves its output)", "sigmoid (saves its output)"]
+    edits = ["add_(1)", "mul_(2)", "zero_()", "[0] = 5", "through a view", "+= 1", "nn.ReLU(inplace=True)"]
+    hooks = ["no hook", "save_on_cpu (a CPU tensor: kept as it is)", "identity hook", "hook packing a copy"]
+    replay(real_claims, "reference/glossary", "An operation records the version of each",
+           backward_raises_whenever_a_saved_version_moved, st.sampled_from(sorted(names)),
+           st.sampled_from(sorted(edits)), st.sampled_from(sorted(hooks)), fails_on="hook")
