@@ -3568,6 +3568,39 @@ def test_refb_r3_autocast_saves_a_copy_and_the_loop_runs_silently(real_claims):
 
 # -- s10 refB: the glossary's per-sample gradients and version counter ----------------
 
+def only_batchnorm_breaks_per_sample_gradients(member) -> bool:
+    """s10 refB B2, glossary.md (per-sample gradient): "Computed with vmap over
+    torch.func.grad [...]. BatchNorm raises on the bare sample vmap passes",
+    naming no other layer: without BatchNorm, vmap(grad) of the loss on the bare
+    sample gives each sample's gradient. An image classifier's Flatten breaks it."""
+    kind, model, batch = member
+    if "BatchNorm" in kind:
+        return True
+    params = {name: p.detach() for name, p in model.named_parameters()}
+    out = model(batch)
+    targets = torch.randn(out.shape, dtype=out.dtype, generator=torch.Generator().manual_seed(len(batch)))
+
+    def loss_bare(p, x, y):
+        return torch.nn.functional.mse_loss(torch.func.functional_call(model, p, (x,)), y)
+
+    def loss_back(p, x, y):
+        return torch.nn.functional.mse_loss(torch.func.functional_call(model, p, (x[None],)), y[None])
+
+    looped = [torch.func.grad(loss_back)(params, x, y) for x, y in zip(batch, targets)]
+    try:
+        bare = torch.func.vmap(torch.func.grad(loss_bare), in_dims=(None, 0, 0))(params, batch, targets)
+    except (RuntimeError, ValueError, IndexError):
+        return False
+    return all(torch.allclose(bare[name], torch.stack([g[name] for g in looped])) for name in bare)
+
+
+def test_s10_b2_per_sample_gradients_need_the_batch_dimension_for_flatten_too(real_claims):
+    from per_sample_jacobians import batch_dimension_models
+
+    replay(real_claims, "reference/glossary", "Computed with {term}`vmap` over",
+           only_batchnorm_breaks_per_sample_gradients, batch_dimension_models(), fails_on="Flatten")
+
+
 def backward_raises_whenever_a_saved_version_moved(op_name, edit_name, hook) -> bool:
     """s10 refB B7, glossary.md (version counter): "`backward` raises if the version
     has moved since", unconditionally. Under a saved-tensor hook nothing is checked."""
