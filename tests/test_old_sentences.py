@@ -1790,7 +1790,8 @@ def test_glossary_a_write_through_data_escapes_the_version_counter(real_claims):
     out.data.add_(1)
     out.sum().backward()  # the old sentence: this raises
     assert torch.allclose(leaf.grad, leaf.detach().exp() + 1)
-    assert _records_quoting(real_claims, "reference/glossary", "a write through `x.data` escapes it")
+    assert _records_quoting(real_claims, "reference/glossary",
+                            "a write through `x.data`, or to a tensor a saved-tensor hook packed as it is, escapes it")
 
 
 def test_glossary_forward_mode_claims_are_checked_on_the_forward_mode_rule(real_claims):
@@ -2906,7 +2907,7 @@ def train_batchnorm_raises_under_vmap(setting) -> bool:
 def test_s7_r1_train_batchnorm_runs_under_vmap_with_copies_or_untracked(real_claims):
     from batchnorm_under_vmap import batchnorm_statistics_settings
 
-    replay(real_claims, "reference/glossary", "given a batch of one (`row[None]`), a model with BatchNorm",
+    replay(real_claims, "reference/glossary", "Given a batch of one (`row[None]`), a model with BatchNorm",
            train_batchnorm_raises_under_vmap, batchnorm_statistics_settings(), fails_on="BatchNorm2d")
 
 
