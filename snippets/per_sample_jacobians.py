@@ -11,6 +11,8 @@ Jacobian, the one a loop over the samples gives. The drawn model gets a head of
 three outputs, so each sample's Jacobian has several rows.
 """
 
+import copy
+
 import torch
 from families import seeded
 from oracle import check_close
@@ -49,25 +51,53 @@ def vmap_after_eval_and_one_row_at_a_time_for_batchnorm(setting, jac=torch.func.
     return True
 
 
+def dropout_models():
+    """Strategy of networks whose last layer is a Linear, in float64, with their
+    ``sample_shape``: a ``families.small_networks(batchnorm=False)`` MLP, or an image
+    classifier Conv2d(1 to 2 channels, 2, 3, padding=1)-ReLU-Flatten-Linear on 2x2
+    images (Flatten expects the batch dimension)."""
+    from families import SEEDS, labelled, small_networks
+    from hypothesis import strategies as st
+
+    @st.composite
+    def classifier(draw):
+        channels, outputs, seed = draw(st.integers(1, 2)), draw(st.integers(2, 3)), draw(SEEDS)
+        nn = torch.nn
+        with seeded(seed):
+            net = nn.Sequential(nn.Conv2d(channels, 2, 3, padding=1), nn.ReLU(), nn.Flatten(),
+                                nn.Linear(8, outputs)).double()
+        net.sample_shape = (channels, 2, 2)
+        return net
+
+    def mlp(net):
+        net.sample_shape = (net.in_features,)
+        return net
+
+    return labelled(st.one_of(small_networks(batchnorm=False).map(mlp), classifier()),
+                    "two-layer MLPs, and Conv2d-ReLU-Flatten-Linear image classifiers")
+
+
 def train_mode_dropout_gives_one_mask_per_sample(net, jac, seed):
-    """``net``: a ``families.small_networks(batchnorm=False)`` member, given Dropout(0.5)
-    before its last layer, in training mode. The default ``vmap`` raises; with
-    ``randomness="different"`` (and ``jacfwd``'s own ``randomness="same"``) each
-    sample's Jacobian is ``W diag(mask) J_hidden`` for one 0/2 mask of its own, and
-    the masks are not all the same."""
+    """``net``: a ``dropout_models()`` member, given Dropout(0.5) before its last
+    layer, in training mode. The default ``vmap`` raises; mapping ``lambda row:
+    dropped(row[None])[0]`` with ``randomness="different"`` (and ``jacfwd``'s own
+    ``randomness="same"``), each sample's Jacobian is ``W diag(mask) J_hidden`` for
+    one 0/2 mask of its own, and the masks are not all the same."""
     dropped = torch.nn.Sequential(*net[:-1], torch.nn.Dropout(0.5), net[-1]).train()
+    one_row = lambda row: dropped(row[None])[0]  # noqa: E731 (the page's own words)
     with seeded(seed):
-        points = torch.randn(6, net.in_features, dtype=torch.float64)
+        points = torch.randn(6, *net.sample_shape, dtype=torch.float64)
     try:
-        torch.func.vmap(jac(dropped))(points)
+        torch.func.vmap(jac(one_row))(points)
     except RuntimeError as error:
         assert REFUSALS["Dropout"] in str(error), error
     else:
         return False
-    inner = jac(dropped, randomness="same") if jac is torch.func.jacfwd else jac(dropped)
+    inner = jac(one_row, randomness="same") if jac is torch.func.jacfwd else jac(one_row)
     with seeded(seed):
-        per_sample = torch.func.vmap(inner, randomness="different")(points)
-    hidden = torch.func.vmap(torch.func.jacfwd(torch.nn.Sequential(*net[:-1])))(points)
+        per_sample = torch.func.vmap(inner, randomness="different")(points).flatten(2)
+    body = torch.nn.Sequential(*net[:-1])
+    hidden = torch.func.vmap(torch.func.jacfwd(lambda row: body(row[None])[0]))(points).flatten(2)
     width = hidden.shape[1]
     bits = (torch.arange(2**width)[:, None] >> torch.arange(width)) & 1
     masks = 2.0 * bits.double()  # every 0/2 mask Dropout(0.5) can draw
@@ -134,6 +164,45 @@ if __name__ == "__main__":
 # -- Layers that expect the batch dimension ----------------------------------------
 
 BATCH_DIMENSION_LAYERS = ("Flatten", "Softmax(dim=1)", "BatchNorm1d", "BatchNorm2d", "none")
+# Sequence layers, each followed by a Linear on its last step (``LastStep``).
+# ``row[None]`` restores their batch dimension; what then raises is an
+# operation with no vmap batching rule (RNN, GRU, LSTM in float64: an in-place
+# broadcast) or no forward-mode formula (LSTM's mkldnn kernel in float32, the
+# scaled-dot-product attention of TransformerEncoderLayer), on torch 2.13, CPU.
+SEQUENCE_LAYERS = ("RNN", "GRU", "LSTM", "TransformerEncoderLayer", "MultiheadAttention")
+
+
+def still_raises(kind, dtype, jac):
+    """The page's list: under jacfwd RNN, GRU, LSTM and TransformerEncoderLayer raise;
+    under jacrev RNN, GRU and a float64 LSTM."""
+    if jac is torch.func.jacfwd:
+        return kind in ("RNN", "GRU", "LSTM", "TransformerEncoderLayer")
+    return kind in ("RNN", "GRU") or (kind == "LSTM" and dtype == torch.float64)
+
+
+class LastStep(torch.nn.Module):
+    """A sequence layer, then a Linear on its last step (batched or not)."""
+
+    def __init__(self, layer, head):
+        super().__init__()
+        self.layer, self.head = layer, head
+
+    def forward(self, x):
+        if isinstance(self.layer, torch.nn.MultiheadAttention):
+            out = self.layer(x, x, x)[0]
+        else:
+            out = self.layer(x)
+            out = out[0] if isinstance(out, tuple) else out
+        return self.head(out[..., -1, :])
+
+
+def _sequence_layer(kind):
+    nn = torch.nn
+    if kind == "TransformerEncoderLayer":
+        return nn.TransformerEncoderLayer(4, 2, 8, batch_first=True)
+    if kind == "MultiheadAttention":
+        return nn.MultiheadAttention(4, 2, batch_first=True)
+    return getattr(nn, kind)(4, 4, batch_first=True)
 
 
 def batch_dimension_models():
@@ -172,12 +241,12 @@ def batch_dimension_models():
     return draw_one()
 
 
-def one_row_at_a_time_works_whatever_the_layers(member, jac=torch.func.jacfwd):
+def one_row_at_a_time_fixes_the_batch_dimension(member, jac=torch.func.jacfwd):
     """``member``: a ``batch_dimension_models()`` draw. Each sample's Jacobian, the
     diagonal block of the whole batch's: ``vmap(jac(model))`` raises or gives
     something else exactly when the model has a layer that expects the batch
     dimension; ``vmap(jac(lambda row: model(row[None])[0]))`` gives it for every
-    model."""
+    model here (no sequence layer: ``sequence_models`` has those)."""
     kind, model, batch = member
     whole = torch.autograd.functional.jacobian(model, batch)  # (B, *out, B, *in)
     out_dims = model(batch).dim() - 1
@@ -190,3 +259,76 @@ def one_row_at_a_time_works_whatever_the_layers(member, jac=torch.func.jacfwd):
         return kind != "none"
     breaks = plain.shape != own.shape or not torch.allclose(plain, own)
     return breaks == (kind != "none")
+
+
+class SequenceModels(tuple):
+    """(kind, model, batch) for each of ``SEQUENCE_LAYERS``, shown by its sizes."""
+
+    def __repr__(self):
+        kind, model, batch = self[0]
+        return (f"RNN, GRU, LSTM, TransformerEncoderLayer, MultiheadAttention on "
+                f"{len(batch)} sequences of {batch.shape[1]} steps")
+
+
+def sequence_models():
+    """Strategy of ``SequenceModels``: every one of the RNN, GRU, LSTM,
+    TransformerEncoderLayer and MultiheadAttention (4 features, hidden 4, 2 heads),
+    then a Linear on the last step, in eval mode and float64 (the check runs each in
+    float32 too), on one drawn batch of 2 to 4 sequences of 3 to 5 steps. Each
+    member holds all five: a draw of one kind at a time left some out."""
+    from families import SEEDS, named
+    from hypothesis import strategies as st
+
+    @named("eval-mode RNN, GRU, LSTM, TransformerEncoderLayer and MultiheadAttention, "
+           "each then a Linear on the last step")
+    @st.composite
+    def draw_one(draw):
+        batch, steps, seed = draw(st.integers(2, 4)), draw(st.integers(3, 5)), draw(SEEDS)
+        with seeded(seed):
+            inputs = torch.randn(batch, steps, 4, dtype=torch.float64)
+            return SequenceModels(
+                (kind, LastStep(_sequence_layer(kind), torch.nn.Linear(4, 3)).double().eval(), inputs)
+                for kind in SEQUENCE_LAYERS)
+
+    return draw_one()
+
+
+def each_samples_jacobian(model, batch):
+    """The diagonal blocks of the whole batch's Jacobian: each sample's own."""
+    whole = torch.autograd.functional.jacobian(model, batch)  # (B, *out, B, *in)
+    out_dims = model(batch).dim() - 1
+    return torch.stack([whole[(b,) + (slice(None),) * out_dims + (b,)] for b in range(len(batch))])
+
+
+def _row_none_on_a_sequence_model(model, batch, jac):
+    """``vmap(jac(lambda row: model(row[None])[0]))`` raises exactly where the page
+    says (``still_raises``); where it runs it gives each sample's Jacobian, and
+    where it raises a loop of ``jacrev`` over the samples does."""
+    own = each_samples_jacobian(model, batch)
+    tolerance = {"atol": 1e-4, "rtol": 1e-4} if batch.dtype == torch.float32 else {}
+    one_row = lambda row: model(row[None])[0]  # noqa: E731 (the page's own words)
+    try:
+        mapped = torch.func.vmap(jac(one_row))(batch)
+    except (RuntimeError, NotImplementedError):
+        looped = torch.stack([torch.func.jacrev(one_row)(row) for row in batch])
+        check_close(looped, own, "a loop of jacrev over the samples", **tolerance)
+        return still_raises(model.kind, batch.dtype, jac)
+    check_close(mapped, own, "row[None]: each sample's Jacobian", **tolerance)
+    return not still_raises(model.kind, batch.dtype, jac)
+
+
+def one_row_at_a_time_raises_for_the_layers_named(models):
+    """``models``: a ``sequence_models()`` draw, each run in float64 and float32
+    under jacfwd and jacrev (the page names both): ``vmap(jac(lambda row:
+    model(row[None])[0]))`` raises for exactly the layers the page lists
+    (``still_raises``) and otherwise gives each sample's Jacobian; where it raises,
+    a loop of ``jacrev`` over the samples gives it."""
+    for kind, model, batch in models:
+        for dtype in (torch.float64, torch.float32):
+            typed = copy.deepcopy(model).to(dtype)
+            typed.kind = kind
+            for jac in (torch.func.jacfwd, torch.func.jacrev):
+                if not _row_none_on_a_sequence_model(typed, batch.to(dtype), jac):
+                    raise AssertionError(f"{kind}, {dtype}, {jac.__name__}: "
+                                         f"{'ran' if still_raises(kind, dtype, jac) else 'raised'}")
+    return True

@@ -1585,13 +1585,64 @@ def vmap_of_a_train_mode_dropout_network_raises(net, jac, seed) -> bool:
     `vmap` raises on the random mask", with no word on `randomness=`. With
     randomness="different" (jacfwd: its own randomness="same") it runs."""
     dropped = torch.nn.Sequential(*net[:-1], torch.nn.Dropout(0.5), net[-1]).train()
-    inner = jac(dropped, randomness="same") if jac is torch.func.jacfwd else jac(dropped)
+    one_row = lambda row: dropped(row[None])[0]  # noqa: E731
+    inner = jac(one_row, randomness="same") if jac is torch.func.jacfwd else jac(one_row)
     try:
-        torch.func.vmap(inner, randomness="different")(torch.randn(4, net.in_features,
+        torch.func.vmap(inner, randomness="different")(torch.randn(4, *net.sample_shape,
                                                                    dtype=torch.float64))
     except RuntimeError:
         return True
     return False
+
+
+def the_bare_model_under_vmap_with_randomness(net, jac, seed) -> bool:
+    """s10 refB B6, misconceptions.md and look-up: the training-mode recipe mapped
+    the bare ``model`` (``vmap(jacrev(model), randomness="different")``, the jacfwd
+    form likewise), naming no condition but "no BatchNorm". A Conv2d-ReLU-Flatten-
+    Linear classifier with Dropout raises: Flatten expects the batch dimension."""
+    dropped = torch.nn.Sequential(*net[:-1], torch.nn.Dropout(0.5), net[-1]).train()
+    inner = jac(dropped, randomness="same") if jac is torch.func.jacfwd else jac(dropped)
+    try:
+        torch.func.vmap(inner, randomness="different")(torch.randn(4, *net.sample_shape,
+                                                                   dtype=torch.float64))
+    except RuntimeError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("docname, quote, jac", [
+    ("reference/misconceptions", "For the training-mode Jacobian of a model with Dropout",
+     torch.func.jacrev),
+    ("reference/look-up-the-questions-people-ask", "With\n`Dropout` in training mode,",
+     torch.func.jacfwd)])
+def test_s10_b6_the_training_mode_recipe_on_the_bare_model(real_claims, docname, quote, jac):
+    from per_sample_jacobians import dropout_models
+
+    replay(real_claims, docname, quote, the_bare_model_under_vmap_with_randomness,
+           dropout_models(), st.just(jac), SEEDS, fails_on="Conv2d")
+
+
+def row_none_works_whatever_the_layers(models, jac) -> bool:
+    """s10 refB B1, both pages: "map `lambda row: model(row[None])[0]` instead,
+    which works whatever the layers", under the page's vmap(jac). A GRU or an RNN
+    raises (no batching rule), as do an LSTM and a TransformerEncoderLayer under
+    jacfwd (no forward-mode formula)."""
+    for _kind, model, batch in models:
+        one_row = lambda row, model=model: model(row[None])[0]  # noqa: E731
+        try:
+            torch.func.vmap(jac(one_row))(batch)
+        except (RuntimeError, NotImplementedError):
+            return False
+    return True
+
+
+@pytest.mark.parametrize(("page", "jac"), BATCH_DIMENSION_PAGES)
+def test_s10_b1_row_none_works_whatever_the_layers(real_claims, page, jac):
+    from per_sample_jacobians import sequence_models
+
+    replay(real_claims, page, "`Linear`, `Conv2d`, activations and `nn.MultiheadAttention`",
+           lambda models: row_none_works_whatever_the_layers(models, jac), sequence_models(),
+           fails_on="RNN, GRU")
 
 
 @pytest.mark.parametrize("docname, quote, jac", [
@@ -1601,8 +1652,10 @@ def vmap_of_a_train_mode_dropout_network_raises(net, jac, seed) -> bool:
      torch.func.jacfwd)])
 def test_r2_vmap_raises_on_dropout_in_training_mode_whatever_its_randomness(
         real_claims, docname, quote, jac):
+    from per_sample_jacobians import dropout_models
+
     replay(real_claims, docname, quote, vmap_of_a_train_mode_dropout_network_raises,
-           small_networks(batchnorm=False), st.just(jac), SEEDS, fails_on="")
+           dropout_models(), st.just(jac), SEEDS, fails_on="")
 
 
 def autocast_output_has_no_numpy_dtype(dtype, seed) -> bool:
@@ -1771,7 +1824,8 @@ def test_glossary_a_write_through_data_escapes_the_version_counter(real_claims):
     out.data.add_(1)
     out.sum().backward()  # the old sentence: this raises
     assert torch.allclose(leaf.grad, leaf.detach().exp() + 1)
-    assert _records_quoting(real_claims, "reference/glossary", "a write through `x.data` escapes it")
+    assert _records_quoting(real_claims, "reference/glossary",
+                            "a write through `x.data`, or to a tensor a saved-tensor hook packed as it is, escapes it")
 
 
 def test_glossary_forward_mode_claims_are_checked_on_the_forward_mode_rule(real_claims):
@@ -2921,7 +2975,7 @@ def train_batchnorm_raises_under_vmap(setting) -> bool:
 def test_s7_r1_train_batchnorm_runs_under_vmap_with_copies_or_untracked(real_claims):
     from batchnorm_under_vmap import batchnorm_statistics_settings
 
-    replay(real_claims, "reference/glossary", "given a batch of one (`row[None]`), a model with BatchNorm",
+    replay(real_claims, "reference/glossary", "Given a batch of one (`row[None]`), a model with BatchNorm",
            train_batchnorm_raises_under_vmap, batchnorm_statistics_settings(), fails_on="BatchNorm2d")
 
 
@@ -3790,3 +3844,74 @@ def test_s10_refa_r2_inputs_fills_a_non_leafs_grad(real_claims):
                     "chains of 1 to 3 of 2 * x, exp, x + 1, flip, double, x[:1], reshape"),
            labelled(st.integers(0, 3), "which tensor of the chain is named, 0 the leaf"),
            fails_on="['2 * x'], 1")
+
+
+# -- s10 refB: the glossary's per-sample gradients and version counter ----------------
+
+def only_batchnorm_breaks_per_sample_gradients(member) -> bool:
+    """s10 refB B2, glossary.md (per-sample gradient): "Computed with vmap over
+    torch.func.grad [...]. BatchNorm raises on the bare sample vmap passes",
+    naming no other layer: without BatchNorm, vmap(grad) of the loss on the bare
+    sample gives each sample's gradient. An image classifier's Flatten breaks it."""
+    kind, model, batch = member
+    if "BatchNorm" in kind:
+        return True
+    params = {name: p.detach() for name, p in model.named_parameters()}
+    out = model(batch)
+    targets = torch.randn(out.shape, dtype=out.dtype, generator=torch.Generator().manual_seed(len(batch)))
+
+    def loss_bare(p, x, y):
+        return torch.nn.functional.mse_loss(torch.func.functional_call(model, p, (x,)), y)
+
+    def loss_back(p, x, y):
+        return torch.nn.functional.mse_loss(torch.func.functional_call(model, p, (x[None],)), y[None])
+
+    looped = [torch.func.grad(loss_back)(params, x, y) for x, y in zip(batch, targets)]
+    try:
+        bare = torch.func.vmap(torch.func.grad(loss_bare), in_dims=(None, 0, 0))(params, batch, targets)
+    except (RuntimeError, ValueError, IndexError):
+        return False
+    return all(torch.allclose(bare[name], torch.stack([g[name] for g in looped])) for name in bare)
+
+
+def test_s10_b2_per_sample_gradients_need_the_batch_dimension_for_flatten_too(real_claims):
+    from per_sample_jacobians import batch_dimension_models
+
+    replay(real_claims, "reference/glossary", "Computed with {term}`vmap` over",
+           only_batchnorm_breaks_per_sample_gradients, batch_dimension_models(), fails_on="Flatten")
+
+
+def backward_raises_whenever_a_saved_version_moved(op_name, edit_name, hook) -> bool:
+    """s10 refB B7, glossary.md (version counter): "`backward` raises if the version
+    has moved since", unconditionally. Under a saved-tensor hook nothing is checked."""
+    import contextlib
+
+    hooks = {"no hook": contextlib.nullcontext,
+             "save_on_cpu (a CPU tensor: kept as it is)": torch.autograd.graph.save_on_cpu,
+             "identity hook": lambda: torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t),
+             "hook packing a copy": lambda: torch.autograd.graph.saved_tensors_hooks(torch.clone, lambda t: t)}
+    ops = {"x ** 2 (saves x)": (lambda t: t ** 2, "input"), "sin (saves x)": (torch.sin, "input"),
+           "exp (saves its output)": (torch.exp, "output"),
+           "sigmoid (saves its output)": (torch.sigmoid, "output")}
+    edits = {"add_(1)": lambda t: t.add_(1), "mul_(2)": lambda t: t.mul_(2), "zero_()": lambda t: t.zero_(),
+             "[0] = 5": lambda t: t.__setitem__(0, 5.0), "through a view": lambda t: t.view(-1)[1:].add_(1),
+             "+= 1": lambda t: t.__iadd__(1), "nn.ReLU(inplace=True)": torch.nn.ReLU(inplace=True)}
+    op, saves = ops[op_name]
+    start = torch.tensor([0.5, -1.0, 2.0], requires_grad=True) * 1
+    with hooks[hook]():
+        out = op(start)
+    edits[edit_name](start if saves == "input" else out)
+    try:
+        out.sum().backward()
+    except RuntimeError as error:
+        return "is at version" in str(error)
+    return False
+
+
+def test_s10_b7_a_saved_tensor_hook_turns_the_version_check_off(real_claims):
+    names = ["x ** 2 (saves x)", "sin (saves x)", "exp (saves its output)", "sigmoid (saves its output)"]
+    edits = ["add_(1)", "mul_(2)", "zero_()", "[0] = 5", "through a view", "+= 1", "nn.ReLU(inplace=True)"]
+    hooks = ["no hook", "save_on_cpu (a CPU tensor: kept as it is)", "identity hook", "hook packing a copy"]
+    replay(real_claims, "reference/glossary", "An operation records the version of each",
+           backward_raises_whenever_a_saved_version_moved, st.sampled_from(sorted(names)),
+           st.sampled_from(sorted(edits)), st.sampled_from(sorted(hooks)), fails_on="hook")
