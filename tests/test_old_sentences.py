@@ -3759,31 +3759,66 @@ def test_s10_b6_bessel_inside_a_critic_runs_silently(real_claims):
            bessel_penalty_raises_without_other_terms, multi_feature_inputs(), fails_on="tanh MLP")
 
 
-def attention_critic_takes_the_penalty(kind, seed) -> bool:
-    """s10 B4, penalize-the-gradient-with-respect-to-the-inputs: "Four setups break a
-    gradient penalty where a plain loss works", attention not among them: its fused
-    kernels have no double backward."""
+def attention_critics():
+    return labelled(st.sampled_from([
+        ("TransformerEncoderLayer", "train()", 0.1), ("TransformerEncoderLayer", "eval()", 0.1),
+        ("TransformerEncoderLayer", "train()", 0.0), ("TransformerEncoderLayer", "eval()", 0.0),
+        ("MultiheadAttention, need_weights=False", "train()", 0.0),
+        ("MultiheadAttention, need_weights=False", "train()", 0.1),
+        ("MultiheadAttention, need_weights=False", "eval()", 0.1)]),
+        "attention critics: TransformerEncoderLayer, MultiheadAttention; train, eval; "
+        "dropout 0.1 (the layer's default), 0")
+
+
+def attention_penalty_raises(critic_kind, seed=0) -> bool:
+    """The penalty's backward through an attention critic: True if it raises the fused
+    kernel's missing double backward, False if it runs."""
+    kind, mode, p = critic_kind
     torch.manual_seed(seed)
-    layer = torch.nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, batch_first=True).double()
-    attention = torch.nn.MultiheadAttention(4, 2, batch_first=True).double()
-    if kind.startswith("Transformer"):
-        critic = layer.train() if kind.endswith("train()") else layer.eval()
-    else:
-        critic = lambda t: attention(t, t, t, need_weights=False)[0]  # noqa: E731
+    layer = torch.nn.TransformerEncoderLayer(4, 2, 8, dropout=p, batch_first=True).double()
+    attention = torch.nn.MultiheadAttention(4, 2, dropout=p, batch_first=True).double()
+    module = layer if kind.startswith("Transformer") else attention
+    module.train() if mode == "train()" else module.eval()
+    critic = layer if kind.startswith("Transformer") else (
+        lambda t: attention(t, t, t, need_weights=False)[0])  # noqa: E731
     x_hat = torch.randn(3, 5, 4, dtype=torch.float64, requires_grad=True)
     s = critic(x_hat).sum((1, 2))
     (g,) = torch.autograd.grad(s, x_hat, torch.ones_like(s), create_graph=True)
-    ((g.flatten(1).norm(dim=1) - 1) ** 2).mean().backward()
-    return True
+    try:
+        ((g.flatten(1).norm(dim=1) - 1) ** 2).mean().backward()
+    except RuntimeError as error:
+        assert "_scaled_dot_product_flash_attention_for_cpu_backward" in str(error), error
+        return True
+    return False
+
+
+def attention_critic_takes_the_penalty(critic_kind) -> bool:
+    """s10 B4, penalize-the-gradient-with-respect-to-the-inputs: "Four setups break a
+    gradient penalty where a plain loss works", attention not among them: its fused
+    kernels have no double backward."""
+    return not attention_penalty_raises(critic_kind)
 
 
 def test_s10_b4_attention_breaks_the_penalty(real_claims):
-    critics = labelled(st.sampled_from(["TransformerEncoderLayer, train()", "TransformerEncoderLayer, eval()",
-                                        "MultiheadAttention, need_weights=False"]),
-                       "attention critics: TransformerEncoderLayer (train, eval), MultiheadAttention")
     replay(real_claims, "how-to/penalize-the-gradient-with-respect-to-the-inputs", "**Attention.**",
-           attention_critic_takes_the_penalty, critics, labelled(st.integers(0, 10**6), "seeds"),
-           fails_on="", because="derivative for aten::_scaled_dot_product_flash_attention_for_cpu_backward")
+           attention_critic_takes_the_penalty, attention_critics(),
+           fails_on="")
+
+
+# -- s11 howtoB B2: when the attention penalty raises --------------------------------
+
+def attention_penalty_raises_in_train_and_eval(critic_kind) -> bool:
+    """s11 B2: "`nn.TransformerEncoderLayer` (in train and eval mode) and
+    `nn.MultiheadAttention` with `need_weights=False` call `scaled_dot_product_attention`,
+    whose fused kernels have no double backward, on CPU too: the penalty's backward raises"
+    (the layer built as readers build it, with its default dropout 0.1)."""
+    kind, _, p = critic_kind
+    return attention_penalty_raises(critic_kind) if kind.startswith("Transformer") or p == 0.0 else True
+
+
+def test_s11_b2_attention_raises_only_without_dropout(real_claims):
+    replay(real_claims, "how-to/penalize-the-gradient-with-respect-to-the-inputs", "On CPU it takes the fused kernel",
+           attention_penalty_raises_in_train_and_eval, attention_critics(), fails_on="'TransformerEncoderLayer', 'train()', 0.1")
 
 
 # -- s10 refA R1: first.requires_grad False is no proof of a zero second derivative --
