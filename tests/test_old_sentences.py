@@ -2668,23 +2668,67 @@ def test_s6_h2_f3_a_backward_of_torch_operations_can_read_constants(real_claims)
            fails_on="")
 
 
-def j0_recipe_gives_the_second_derivative(other_terms, values) -> bool:
-    """F5, handle-operations...md: the BesselJ0 recipe, read as J0's derivative at every
-    order a loss asks for: its second derivative would be -(J0 - J1/x)."""
+J0_FOLLOW_UPS = {  # as the page's check has them; True: linear, constant coefficients
+    ".sum()": (lambda j: j.sum(), True),
+    ".mean()": (lambda j: j.mean(), True),
+    "(3 * J0).sum()": (lambda j: (3 * j).sum(), True),
+    "a seed of constants": (lambda j: (j * torch.linspace(-2, 3, j.numel(), dtype=j.dtype)).sum(), True),
+    "(J0**2).sum()": (lambda j: (j**2).sum(), False),
+    "J0.tanh().sum()": (lambda j: j.tanh().sum(), False),
+}
+
+
+def j0_follow_ups():
+    return labelled(st.sampled_from(sorted(J0_FOLLOW_UPS)),
+                    "what follows the Function: " + ", ".join(J0_FOLLOW_UPS))
+
+
+def j0_second_derivatives(other_terms, values, follow_up):
+    """The BesselJ0 recipe's second derivative of ``follow_up(J0(x)) + other_terms`` (None
+    when it raises) and the true one, through a J0 whose backward is differentiable."""
     from custom_backwards import CUSTOM_BACKWARDS
 
     j0_function, _ = CUSTOM_BACKWARDS["J0, backward calls bessel_j1"]
+
+    class J1(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            ctx.save_for_backward(t)
+            return torch.special.bessel_j1(t)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (t,) = ctx.saved_tensors
+            return grad_output * (torch.special.bessel_j0(t) - torch.special.bessel_j1(t) / t)
+
+    class TrueJ0(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            ctx.save_for_backward(t)
+            return torch.special.bessel_j0(t)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (t,) = ctx.saved_tensors
+            return -grad_output * J1.apply(t)
+
+    after, _ = J0_FOLLOW_UPS[follow_up]
     at = torch.tensor(values, dtype=torch.float64, requires_grad=True)
-    loss = j0_function.apply(at).sum() + other_terms(at)
-    (slope,) = torch.autograd.grad(loss, at, create_graph=True)
-    try:
-        (curvature,) = torch.autograd.grad(slope.sum(), at)
-    except RuntimeError:
-        return False
-    (other_slope,) = torch.autograd.grad(other_terms(at), at, create_graph=True)
-    (other_curvature,) = torch.autograd.grad(other_slope.sum(), at)
-    j0, j1 = torch.special.bessel_j0(at.detach()), torch.special.bessel_j1(at.detach())
-    return torch.allclose(curvature, other_curvature - (j0 - j1 / at.detach()))
+    found = []
+    for j0 in (j0_function.apply, TrueJ0.apply):
+        (slope,) = torch.autograd.grad(after(j0(at)) + other_terms(at), at, create_graph=True)
+        try:
+            found.append(torch.autograd.grad(slope.sum(), at)[0])
+        except RuntimeError:
+            found.append(None)
+    return found
+
+
+def j0_recipe_gives_the_second_derivative(other_terms, values, follow_up) -> bool:
+    """F5, handle-operations...md: the BesselJ0 recipe, read as J0's derivative at every
+    order a loss asks for: its second derivative would be the true one."""
+    got, true = j0_second_derivatives(other_terms, values, follow_up)
+    return got is not None and torch.allclose(got, true)
 
 
 def test_s6_h2_f5_the_j0_recipe_gives_first_derivatives_only(real_claims):
@@ -2692,7 +2736,7 @@ def test_s6_h2_f5_the_j0_recipe_gives_first_derivatives_only(real_claims):
 
     replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
            "This Function gives first derivatives only", j0_recipe_gives_the_second_derivative,
-           multi_term_losses(terms=st.integers(0, 3)), backward_points(), fails_on="")
+           multi_term_losses(terms=st.integers(0, 3)), backward_points(), j0_follow_ups(), fails_on="")
 
 
 class TransposedMatMul(torch.autograd.Function):
@@ -3805,7 +3849,7 @@ def test_s10_b4_attention_breaks_the_penalty(real_claims):
            fails_on="")
 
 
-# -- s11 howtoB B2: when the attention penalty raises --------------------------------
+# -- s11 howtoB: when the attention penalty and the J0 second derivative raise -----------
 
 def attention_penalty_raises_in_train_and_eval(critic_kind) -> bool:
     """s11 B2: "`nn.TransformerEncoderLayer` (in train and eval mode) and
@@ -3819,6 +3863,22 @@ def attention_penalty_raises_in_train_and_eval(critic_kind) -> bool:
 def test_s11_b2_attention_raises_only_without_dropout(real_claims):
     replay(real_claims, "how-to/penalize-the-gradient-with-respect-to-the-inputs", "On CPU it takes the fused kernel",
            attention_penalty_raises_in_train_and_eval, attention_critics(), fails_on="'TransformerEncoderLayer', 'train()', 0.1")
+
+
+def j0_raises_only_last_with_the_ones_seed(other_terms, values, follow_up) -> bool:
+    """s11 B1: "It raises \"element 0 of tensors does not require grad\" only when the loss
+    reaches `x` through the Function alone, last, with the seed of ones"."""
+    got, _ = j0_second_derivatives(other_terms, values, follow_up)
+    return (got is None) == (follow_up == ".sum()" and not other_terms.terms)
+
+
+def test_s11_b1_j0_raises_whenever_only_constants_follow(real_claims):
+    from custom_backwards import backward_points
+
+    replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
+           "It raises \"element 0 of tensors does not require grad\" when",
+           j0_raises_only_last_with_the_ones_seed, multi_term_losses(terms=st.integers(0, 3)),
+           backward_points(), j0_follow_ups(), fails_on="no other term")
 
 
 # -- s10 refA R1: first.requires_grad False is no proof of a zero second derivative --
