@@ -2668,23 +2668,67 @@ def test_s6_h2_f3_a_backward_of_torch_operations_can_read_constants(real_claims)
            fails_on="")
 
 
-def j0_recipe_gives_the_second_derivative(other_terms, values) -> bool:
-    """F5, handle-operations...md: the BesselJ0 recipe, read as J0's derivative at every
-    order a loss asks for: its second derivative would be -(J0 - J1/x)."""
+J0_FOLLOW_UPS = {  # as the page's check has them; True: linear, constant coefficients
+    ".sum()": (lambda j: j.sum(), True),
+    ".mean()": (lambda j: j.mean(), True),
+    "(3 * J0).sum()": (lambda j: (3 * j).sum(), True),
+    "a seed of constants": (lambda j: (j * torch.linspace(-2, 3, j.numel(), dtype=j.dtype)).sum(), True),
+    "(J0**2).sum()": (lambda j: (j**2).sum(), False),
+    "J0.tanh().sum()": (lambda j: j.tanh().sum(), False),
+}
+
+
+def j0_follow_ups():
+    return labelled(st.sampled_from(sorted(J0_FOLLOW_UPS)),
+                    "what follows the Function: " + ", ".join(J0_FOLLOW_UPS))
+
+
+def j0_second_derivatives(other_terms, values, follow_up):
+    """The BesselJ0 recipe's second derivative of ``follow_up(J0(x)) + other_terms`` (None
+    when it raises) and the true one, through a J0 whose backward is differentiable."""
     from custom_backwards import CUSTOM_BACKWARDS
 
     j0_function, _ = CUSTOM_BACKWARDS["J0, backward calls bessel_j1"]
+
+    class J1(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            ctx.save_for_backward(t)
+            return torch.special.bessel_j1(t)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (t,) = ctx.saved_tensors
+            return grad_output * (torch.special.bessel_j0(t) - torch.special.bessel_j1(t) / t)
+
+    class TrueJ0(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            ctx.save_for_backward(t)
+            return torch.special.bessel_j0(t)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (t,) = ctx.saved_tensors
+            return -grad_output * J1.apply(t)
+
+    after, _ = J0_FOLLOW_UPS[follow_up]
     at = torch.tensor(values, dtype=torch.float64, requires_grad=True)
-    loss = j0_function.apply(at).sum() + other_terms(at)
-    (slope,) = torch.autograd.grad(loss, at, create_graph=True)
-    try:
-        (curvature,) = torch.autograd.grad(slope.sum(), at)
-    except RuntimeError:
-        return False
-    (other_slope,) = torch.autograd.grad(other_terms(at), at, create_graph=True)
-    (other_curvature,) = torch.autograd.grad(other_slope.sum(), at)
-    j0, j1 = torch.special.bessel_j0(at.detach()), torch.special.bessel_j1(at.detach())
-    return torch.allclose(curvature, other_curvature - (j0 - j1 / at.detach()))
+    found = []
+    for j0 in (j0_function.apply, TrueJ0.apply):
+        (slope,) = torch.autograd.grad(after(j0(at)) + other_terms(at), at, create_graph=True)
+        try:
+            found.append(torch.autograd.grad(slope.sum(), at)[0])
+        except RuntimeError:
+            found.append(None)
+    return found
+
+
+def j0_recipe_gives_the_second_derivative(other_terms, values, follow_up) -> bool:
+    """F5, handle-operations...md: the BesselJ0 recipe, read as J0's derivative at every
+    order a loss asks for: its second derivative would be the true one."""
+    got, true = j0_second_derivatives(other_terms, values, follow_up)
+    return got is not None and torch.allclose(got, true)
 
 
 def test_s6_h2_f5_the_j0_recipe_gives_first_derivatives_only(real_claims):
@@ -2692,7 +2736,7 @@ def test_s6_h2_f5_the_j0_recipe_gives_first_derivatives_only(real_claims):
 
     replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
            "This Function gives first derivatives only", j0_recipe_gives_the_second_derivative,
-           multi_term_losses(terms=st.integers(0, 3)), backward_points(), fails_on="")
+           multi_term_losses(terms=st.integers(0, 3)), backward_points(), j0_follow_ups(), fails_on="")
 
 
 class TransposedMatMul(torch.autograd.Function):
@@ -3759,31 +3803,82 @@ def test_s10_b6_bessel_inside_a_critic_runs_silently(real_claims):
            bessel_penalty_raises_without_other_terms, multi_feature_inputs(), fails_on="tanh MLP")
 
 
-def attention_critic_takes_the_penalty(kind, seed) -> bool:
-    """s10 B4, penalize-the-gradient-with-respect-to-the-inputs: "Four setups break a
-    gradient penalty where a plain loss works", attention not among them: its fused
-    kernels have no double backward."""
+def attention_critics():
+    return labelled(st.sampled_from([
+        ("TransformerEncoderLayer", "train()", 0.1), ("TransformerEncoderLayer", "eval()", 0.1),
+        ("TransformerEncoderLayer", "train()", 0.0), ("TransformerEncoderLayer", "eval()", 0.0),
+        ("MultiheadAttention, need_weights=False", "train()", 0.0),
+        ("MultiheadAttention, need_weights=False", "train()", 0.1),
+        ("MultiheadAttention, need_weights=False", "eval()", 0.1)]),
+        "attention critics: TransformerEncoderLayer, MultiheadAttention; train, eval; "
+        "dropout 0.1 (the layer's default), 0")
+
+
+def attention_penalty_raises(critic_kind, seed=0) -> bool:
+    """The penalty's backward through an attention critic: True if it raises the fused
+    kernel's missing double backward, False if it runs."""
+    kind, mode, p = critic_kind
     torch.manual_seed(seed)
-    layer = torch.nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, batch_first=True).double()
-    attention = torch.nn.MultiheadAttention(4, 2, batch_first=True).double()
-    if kind.startswith("Transformer"):
-        critic = layer.train() if kind.endswith("train()") else layer.eval()
-    else:
-        critic = lambda t: attention(t, t, t, need_weights=False)[0]  # noqa: E731
+    layer = torch.nn.TransformerEncoderLayer(4, 2, 8, dropout=p, batch_first=True).double()
+    attention = torch.nn.MultiheadAttention(4, 2, dropout=p, batch_first=True).double()
+    module = layer if kind.startswith("Transformer") else attention
+    module.train() if mode == "train()" else module.eval()
+    critic = layer if kind.startswith("Transformer") else (
+        lambda t: attention(t, t, t, need_weights=False)[0])  # noqa: E731
     x_hat = torch.randn(3, 5, 4, dtype=torch.float64, requires_grad=True)
     s = critic(x_hat).sum((1, 2))
     (g,) = torch.autograd.grad(s, x_hat, torch.ones_like(s), create_graph=True)
-    ((g.flatten(1).norm(dim=1) - 1) ** 2).mean().backward()
-    return True
+    try:
+        ((g.flatten(1).norm(dim=1) - 1) ** 2).mean().backward()
+    except RuntimeError as error:
+        assert "_scaled_dot_product_flash_attention_for_cpu_backward" in str(error), error
+        return True
+    return False
+
+
+def attention_critic_takes_the_penalty(critic_kind) -> bool:
+    """s10 B4, penalize-the-gradient-with-respect-to-the-inputs: "Four setups break a
+    gradient penalty where a plain loss works", attention not among them: its fused
+    kernels have no double backward."""
+    return not attention_penalty_raises(critic_kind)
 
 
 def test_s10_b4_attention_breaks_the_penalty(real_claims):
-    critics = labelled(st.sampled_from(["TransformerEncoderLayer, train()", "TransformerEncoderLayer, eval()",
-                                        "MultiheadAttention, need_weights=False"]),
-                       "attention critics: TransformerEncoderLayer (train, eval), MultiheadAttention")
     replay(real_claims, "how-to/penalize-the-gradient-with-respect-to-the-inputs", "**Attention.**",
-           attention_critic_takes_the_penalty, critics, labelled(st.integers(0, 10**6), "seeds"),
-           fails_on="", because="derivative for aten::_scaled_dot_product_flash_attention_for_cpu_backward")
+           attention_critic_takes_the_penalty, attention_critics(),
+           fails_on="")
+
+
+# -- s11 howtoB: when the attention penalty and the J0 second derivative raise -----------
+
+def attention_penalty_raises_in_train_and_eval(critic_kind) -> bool:
+    """s11 B2: "`nn.TransformerEncoderLayer` (in train and eval mode) and
+    `nn.MultiheadAttention` with `need_weights=False` call `scaled_dot_product_attention`,
+    whose fused kernels have no double backward, on CPU too: the penalty's backward raises"
+    (the layer built as readers build it, with its default dropout 0.1)."""
+    kind, _, p = critic_kind
+    return attention_penalty_raises(critic_kind) if kind.startswith("Transformer") or p == 0.0 else True
+
+
+def test_s11_b2_attention_raises_only_without_dropout(real_claims):
+    replay(real_claims, "how-to/penalize-the-gradient-with-respect-to-the-inputs", "On CPU it takes the fused kernel",
+           attention_penalty_raises_in_train_and_eval, attention_critics(), fails_on="'TransformerEncoderLayer', 'train()', 0.1")
+
+
+def j0_raises_only_last_with_the_ones_seed(other_terms, values, follow_up) -> bool:
+    """s11 B1: "It raises \"element 0 of tensors does not require grad\" only when the loss
+    reaches `x` through the Function alone, last, with the seed of ones"."""
+    got, _ = j0_second_derivatives(other_terms, values, follow_up)
+    return (got is None) == (follow_up == ".sum()" and not other_terms.terms)
+
+
+def test_s11_b1_j0_raises_whenever_only_constants_follow(real_claims):
+    from custom_backwards import backward_points
+
+    replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
+           "It raises \"element 0 of tensors does not require grad\" when",
+           j0_raises_only_last_with_the_ones_seed, multi_term_losses(terms=st.integers(0, 3)),
+           backward_points(), j0_follow_ups(), fails_on="no other term")
 
 
 # -- s10 refA R1: first.requires_grad False is no proof of a zero second derivative --
