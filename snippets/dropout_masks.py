@@ -6,7 +6,7 @@ units (``Dropout(0.5)`` in training mode), both ``u`` and ``du/ds`` are linear i
 ``m``: enumerating every mask gives every pair ``(u, u_x)`` one mask can produce.
 """
 import torch
-from torch.func import jacrev, vmap
+from torch.func import jacfwd, jacrev, vmap
 
 
 def with_dropout(setting) -> torch.nn.Sequential:
@@ -27,9 +27,27 @@ def u_and_u_x_in_one_call(net, samples):
     return u, u_x
 
 
-def one_mask_distance(net, samples, u, u_x) -> torch.Tensor:
-    """Per sample, the distance from ``(u, u_x)`` to the nearest pair that one mask
-    gives (0 when one mask made both), for a ``with_dropout`` net with one output."""
+def u_u_x_and_hessian_in_one_call(net, samples):
+    """The page's residual recipe: ``jacrev``'s value (and its aux ``u``) returned as
+    the aux output of ``jacfwd(..., randomness="same")``, so ``u``, ``u_x`` and the
+    Hessian of each sample see one mask."""
+    def both(s):
+        u = net(s)
+        return u, u
+
+    def d1(s):
+        g, u = jacrev(both, has_aux=True)(s)
+        return g, (g, u)
+
+    H, (u_x, u) = vmap(jacfwd(d1, has_aux=True, randomness="same"),
+                       randomness="different")(samples)
+    return u, u_x, H
+
+
+def one_mask_distance(net, samples, u, u_x, hessian=None) -> torch.Tensor:
+    """Per sample, the distance from ``(u, u_x)`` (and ``hessian``, if given) to the
+    nearest such tuple that one mask gives (0 when one mask made them all), for a
+    ``with_dropout`` net with one output. ``u=None`` leaves ``u`` out."""
     first, last = net[0], net[-1]
     hidden = torch.tanh(first(samples)).detach()                       # (N, H)
     masks = torch.cartesian_prod(*[torch.tensor([0.0, 2.0], dtype=hidden.dtype)]
@@ -38,7 +56,18 @@ def one_mask_distance(net, samples, u, u_x) -> torch.Tensor:
     one_u = torch.einsum("mh,nh,h->nm", masks, hidden, w2) + last.bias.detach()
     one_u_x = torch.einsum("mh,nh,h,hf->nmf", masks, 1 - hidden ** 2, w2,
                            first.weight.detach())                      # (N, M, F)
-    pairs = torch.cat([one_u[..., None], one_u_x], dim=-1)
-    got = torch.cat([u.detach().reshape(len(samples), 1),
-                     u_x.detach().reshape(len(samples), -1)], dim=-1)
+    n, m = len(samples), len(masks)
+    pairs = [one_u[..., None], one_u_x]
+    got = [None if u is None else u.detach().reshape(n, 1),
+           u_x.detach().reshape(n, -1)]
+    if hessian is not None:
+        # d2u/ds_a ds_b = sum_h w2_h m_h tanh''(z_h) W1_ha W1_hb
+        curvature = -2 * hidden * (1 - hidden ** 2)
+        W1 = first.weight.detach()
+        one_H = torch.einsum("mh,nh,h,ha,hb->nmab", masks, curvature, w2, W1, W1)
+        pairs.append(one_H.reshape(n, m, -1))
+        got.append(hessian.detach().reshape(n, -1))
+    if u is None:
+        pairs, got = pairs[1:], got[1:]
+    pairs, got = torch.cat(pairs, dim=-1), torch.cat(got, dim=-1)
     return (pairs - got[:, None]).norm(dim=-1).min(dim=1).values

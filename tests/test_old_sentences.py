@@ -3394,6 +3394,25 @@ def test_s7_g1_a_separate_jacrev_call_draws_other_masks(real_claims):
            separate_jacrev_call_differentiates_the_u_of_net, multi_feature_inputs(), fails_on="tanh MLP")
 
 
+def separate_calls_give_one_masks_u_x_and_u_xx(setting) -> bool:
+    """s11 A2 (G): for per-sample second derivatives in training mode "use
+    `vmap(jacfwd(jacrev(net), randomness="same"), randomness="different")`", read as
+    fit for a residual beside u_x from `vmap(jacrev(net), randomness="different")`:
+    the two calls draw different masks."""
+    from dropout_masks import one_mask_distance, with_dropout
+
+    vmap, jacfwd, jacrev = torch.func.vmap, torch.func.jacfwd, torch.func.jacrev
+    net, samples = with_dropout(setting), setting.inputs.detach()
+    u_x = vmap(jacrev(net), randomness="different")(samples)
+    H = vmap(jacfwd(jacrev(net), randomness="same"), randomness="different")(samples)
+    return bool((one_mask_distance(net, samples, None, u_x, H) < 1e-9).all())
+
+
+def test_s11_a2_separate_calls_mix_the_residuals_masks(real_claims):
+    replay(real_claims, PINN_PAGE, "That call, too, draws its own masks",
+           separate_calls_give_one_masks_u_x_and_u_xx, multi_feature_inputs(), fails_on="tanh MLP")
+
+
 def vmap_jacfwd_runs_without_a_layer_mixing_samples(setting) -> bool:
     """s7 G3: "You need: a network ... with no layer that mixes the samples of a
     batch (no `BatchNorm` in training mode)", read as enough for `vmap(jacfwd(net))`;
