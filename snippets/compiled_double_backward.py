@@ -111,3 +111,30 @@ def one_feature_networks(compiled: bool = False):
     both.family_name = ("small networks on one feature, with an activation or none, "
                         "and smooth ones under torch.compile")
     return both
+
+
+def uncompiled_terms():
+    """Strategy: nothing, or an uncompiled term ``(t**2).sum()`` added to the
+    compiled function (a regulariser, a residual path), named as such."""
+    from families import labelled
+    from hypothesis import strategies as st
+
+    return labelled(st.booleans(), "the compiled g(t).sum() alone, or plus an "
+                    "uncompiled (t**2).sum()")
+
+
+def hessian_keeps_only_uncompiled_part(g, seed, with_term) -> bool:
+    """For a member of ``curved_sums``: ``functional.hessian`` of the compiled g plus
+    the uncompiled term (if any) raises nothing and returns the uncompiled term's
+    Hessian only (2I, or zeros with no term), which is not eager mode's."""
+    from torch.autograd import functional
+
+    at = g.point(seed)
+    torch._dynamo.reset()
+    compiled = torch.compile(g, backend="aot_eager")
+    term = (lambda t: (t**2).sum()) if with_term else (lambda t: t.sum() * 0)
+    silent = functional.hessian(lambda t: compiled(t) + term(t), at)
+    eager = torch.func.hessian(lambda t: g(t) + term(t))(at)
+    part = 2 * torch.eye(at.numel(), dtype=at.dtype) * with_term
+    return (torch.allclose(silent, part) and not torch.allclose(silent, eager)
+            and bool((silent != 0).any()) == with_term)
