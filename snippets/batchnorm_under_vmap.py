@@ -147,6 +147,28 @@ def mixes_samples_and_vmap_jacrev_raises(setting: BatchNormSetting) -> bool:
     return False
 
 
+def row_none_jacobians_raise_unless_untracked_images(setting: BatchNormSetting) -> bool:
+    """``vmap(jacrev(lambda row: model(row[None])[0]), randomness="different")`` in
+    training mode raises with the module's own running statistics, and on rows in any
+    case; an image model with ``track_running_stats=False`` runs, and each image's
+    Jacobian is that of the image alone (its own statistics), not the batch's block."""
+    model, batch = copy.deepcopy(setting.model), setting.inputs.detach()
+    refusal = REFUSALS.get(setting.stats) or REFUSALS.get(setting.layer)
+    one_row = torch.func.jacrev(lambda row: model(row[None])[0])
+    try:
+        per_sample = torch.func.vmap(one_row, randomness="different")(batch)
+    except (RuntimeError, ValueError) as error:
+        return refusal is not None and refusal in str(error)
+    if refusal is not None:
+        return False
+    for i, image in enumerate(batch):
+        alone = torch.autograd.functional.jacobian(lambda x: model(x[None])[0], image)
+        check_close(per_sample[i], alone, f"{setting}: image {i}'s Jacobian is the image's alone")
+    whole = torch.autograd.functional.jacobian(model, batch)  # (B, 1, B, ...)
+    blocks = torch.stack([whole[i, :, i] for i in range(len(batch))])
+    return not torch.allclose(per_sample, blocks, atol=1e-6)
+
+
 def main() -> None:
     """Check both properties on a few members, and show the old glossary sentence
     ("raises under vmap", whatever the statistics) fail on a BatchNorm2d member."""
