@@ -138,3 +138,25 @@ def hessian_keeps_only_uncompiled_part(g, seed, with_term) -> bool:
     part = 2 * torch.eye(at.numel(), dtype=at.dtype) * with_term
     return (torch.allclose(silent, part) and not torch.allclose(silent, eager)
             and bool((silent != 0).any()) == with_term)
+
+
+# What a compiled function does around a call to a torch.compiler.disable'd E:
+# name -> (outer function of E, whether that work is linear).
+AROUND = {"2 * E(t)": (lambda E: lambda t: 2 * E(t), True),
+          "E(t) - E(t) / 3": (lambda E: lambda t: E(t) - E(t) / 3, True),
+          "E(t) + t.sum()": (lambda E: lambda t: E(t) + t.sum(), True),
+          "tanh(E(t))": (lambda E: lambda t: torch.tanh(E(t)), False),
+          "exp(E(t))": (lambda E: lambda t: torch.exp(E(t)), False),
+          "E(t) ** 2": (lambda E: lambda t: E(t) ** 2, False),
+          "E(t.sin())": (lambda E: lambda t: E(t.sin()), False),
+          "E(t) + (t ** 3).sum()": (lambda E: lambda t: E(t) + (t**3).sum(), False)}
+
+
+def around_the_call(linear_only: bool = False):
+    """Strategy of names in ``AROUND`` (only the linear ones with ``linear_only``)."""
+    from families import labelled
+    from hypothesis import strategies as st
+
+    names = [name for name, (_, linear) in AROUND.items() if linear or not linear_only]
+    what = "linear compiled work" if linear_only else "compiled work"
+    return labelled(st.sampled_from(names), f"{what} around the call: " + ", ".join(names))

@@ -2226,7 +2226,7 @@ def test_s5_inner_jacfwd_randomness_must_be_same(real_claims):
 
 # -- s6 self-audit: compiled double backward, a carried loop state, x³'s piled grad ------
 
-def compiling_a_disabled_function_differentiates_twice(g, seed) -> bool:
+def compiling_a_disabled_function_differentiates_twice(g, seed, around) -> bool:
     """Row 1, error-messages.md: "or wrap it in torch.compiler.disable", read as
     disable(f) then torch.compile: the second grad would be a tensor. It raises."""
     from compiled_double_backward import second_grad_through_compile
@@ -2236,11 +2236,32 @@ def compiling_a_disabled_function_differentiates_twice(g, seed) -> bool:
 
 
 def test_s6_1_compiling_a_disabled_function_still_raises(real_claims):
-    from compiled_double_backward import curved_sums, point_seeds
+    from compiled_double_backward import around_the_call, curved_sums, point_seeds
 
     replay(real_claims, "reference/error-messages", "**Fix:** take the derivatives that are differentiated",
            compiling_a_disabled_function_differentiates_twice, curved_sums(), point_seeds(),
-           fails_on="summed")
+           around_the_call(), fails_on="summed")
+
+
+def disable_inside_fixes_whatever_is_around_it(g, seed, around) -> bool:
+    """s12 refA R4, error-messages.md: "where a compiled function calls it, wrap that
+    inner function in torch.compiler.disable", read with any compiled work around the
+    call: the second grad would be eager mode's. Nonlinear work raises or is wrong."""
+    from compiled_double_backward import AROUND, second_grad_through_compile
+
+    make, _linear = AROUND[around]
+    at = g.point(seed).requires_grad_(True)
+    inside = second_grad_through_compile(make(torch.compiler.disable(g)), at)
+    true = second_grad_through_compile(make(g), at, compiled=False)
+    return isinstance(inside, torch.Tensor) and torch.allclose(inside, true)
+
+
+def test_s12_refA_r4_disable_fixes_only_linear_work_around_the_call(real_claims):
+    from compiled_double_backward import around_the_call, curved_sums, point_seeds
+
+    replay(real_claims, "reference/error-messages", "**Fix:** take the derivatives that are differentiated",
+           disable_inside_fixes_whatever_is_around_it, curved_sums(), point_seeds(),
+           around_the_call(), fails_on="E(t")
 
 
 def retain_graph_in_the_loop_gives_stale_gradients_or_raises(w0, steps) -> bool:
@@ -4029,3 +4050,45 @@ def test_s10_b7_a_saved_tensor_hook_turns_the_version_check_off(real_claims):
     replay(real_claims, "reference/glossary", "An operation records the version of each",
            backward_raises_whenever_a_saved_version_moved, st.sampled_from(sorted(names)),
            st.sampled_from(sorted(edits)), st.sampled_from(sorted(hooks)), fails_on="hook")
+
+
+# -- s12 refA R3: a fused optimizer's step between two backward passes raises nothing --
+
+def step_between_passes_raises_whatever_the_optimizer(member, optimizer_choice) -> bool:
+    """s12 refA R3, error-messages.md: "optimizer.step() between two backward passes
+    through one graph updates the weights in place, so where the graph saved a weight,
+    the second backward raises this error", for any optimizer. A fused one raises
+    nothing, and the network's second Linear always saves its weight."""
+    net, batch = member
+    kind, options = optimizer_choice
+    optimizer = getattr(torch.optim, kind)(net.parameters(), lr=0.1, **options)
+    out = net(batch)
+    saved_a_weight = len(net) > 1  # the second Linear saves its weight for its input's grad
+    out.sum().backward(retain_graph=True)
+    optimizer.step()
+    try:
+        (out ** 2).sum().backward()
+    except RuntimeError:
+        return saved_a_weight
+    return not saved_a_weight
+
+
+def test_s12_refA_r3_a_fused_step_between_passes_raises_nothing(real_claims):
+    from families import Network
+
+    @st.composite
+    def networks_with_batches(draw):
+        net = draw(small_networks())
+        if draw(st.booleans()):
+            net = Network(net[0])
+        return net, draw(batches(features=net[0].in_features))
+
+    stepped = networks_with_batches()
+    stepped.family_name = ("networks with and without BatchNorm, and Linear layers alone, "
+                           "each with a batch")
+    optimizers = [(kind, options) for kind in ("SGD", "Adam", "AdamW", "Adagrad")
+                  for options in ({"foreach": False}, {"foreach": True}, {"fused": True})]
+    fused = [choice for choice in optimizers if choice[1].get("fused")]
+    replay(real_claims, "reference/error-messages", "A fused optimizer (`fused=True`) is the exception",
+           step_between_passes_raises_whatever_the_optimizer, stepped,
+           labelled(st.sampled_from(fused), "fused SGD, Adam, AdamW, Adagrad"), fails_on="fused")
