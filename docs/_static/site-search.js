@@ -58,8 +58,16 @@ var SiteSearch = (function () {
     });
     return out;
   }
+  // Words as typed, an apostrophe's kept: a contraction ("doesn't") is one
+  // word, a stop word, not "doesn" and "t", which the pages hold as words of
+  // their own in every "doesn't" and "can't"; a possessive ("the model's",
+  // "the weights'") is the word itself.
   function rawWords(text) {
-    return text.toLowerCase().split(/[^\p{Letter}\p{Number}_]+/u).filter(Boolean);
+    return text.toLowerCase().replace(/[\u2018\u2019`]/g, "'").split(/[^\p{Letter}\p{Number}_']+/u)
+      .map(function (word) {
+        word = word.replace(/^'+|'+$/g, "");
+        return stopwords.has(word) ? word : word.replace(/'s$/, "");
+      }).filter(Boolean);
   }
   function counts(text) {
     var map = new Map();
@@ -178,7 +186,7 @@ var SiteSearch = (function () {
         }));
         i += matched.length;
       } else {
-        var stems = words(raw[i]);
+        var stems = stopwords.has(raw[i]) ? [] : words(raw[i]);
         // A word typed twice ("side by side") counts once.
         if (stems.length && !seen.has(stems.join(" ")))
           slots.push([{ stems: stems, weight: 1, typed: 1, phrase: false }]);
