@@ -22,6 +22,10 @@ the same things as a reader who has not read the pages would.
 * ``search_queries_heldout6.json`` and ``search_queries_heldout7.json``: 30 each,
   written by a reader who saw neither a query file nor a page's readers' questions,
   after all tuning, and scored once; since then, with the others, development sets.
+* ``search_queries_heldout8.json`` and ``search_queries_heldout9.json``: 30 each,
+  written the same way while heldout6 and heldout7 were being tuned on, by a reader
+  who saw no query file, and scored once after that tuning (the tuner never saw
+  them): what the ranking does on phrasings nobody tuned it on.
 
 The aim is the survey's: an answering page first for 0.9 of each set, and in
 the top 3 for every query.
@@ -63,6 +67,13 @@ HERE = Path(__file__).parent
     "search_queries_heldout6.json",
     # 29 of 30 first (26 before they were tuned on), 30 of 30 in the top 3 (29 before).
     "search_queries_heldout7.json",
+    # Never tuned on: 28 of 30 first, 30 of 30 in the top 3 (28 and 30 before the
+    # tuning on heldout6 and heldout7 too).
+    "search_queries_heldout8.json",
+    pytest.param("search_queries_heldout9.json", marks=pytest.mark.xfail(
+        strict=True, reason="issue 40: 24 of 30 never-tuned queries rank an answering page "
+                            "first (24 before the tuning on heldout6 and heldout7), 28 of 30 "
+                            "in the top 3 (27 before)")),
 ])
 def test_reworded_queries_find_the_answering_page_first(page, traffic, queries):
     ranks = answering_ranks(page, json.loads((HERE / queries).read_text("utf8")))
