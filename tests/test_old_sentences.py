@@ -864,25 +864,30 @@ def test_audit_glossary_one_pass_is_checked_for_drawn_seeds(real_claims):
 
 # -- Reference reading (s2): a view made under no_grad or inference_mode keeps the flag --
 
-GLOSSARY_OPERATIONS = ("x * 2", "sin", "x.sum()", "x.double()", "x @ x", "x[0]", "x[1:]",
-                       "x.view(3, 1)", "x.unsqueeze(0)", "argmax", "x > 0", "x.long()",
-                       "x.int()", "argsort", "x == 1")
+GLOSSARY_OPS = {
+    "x * 2": lambda t: t * 2, "sin": torch.sin, "x.sum()": lambda t: t.sum(),
+    "x.double()": lambda t: t.double(), "x @ x": lambda t: t @ t,
+    "x[0]": lambda t: t[0], "x[1:]": lambda t: t[1:],
+    "x.view(3, 1)": lambda t: t.view(3, 1), "x.unsqueeze(0)": lambda t: t.unsqueeze(0),
+    "argmax": torch.argmax, "x > 0": lambda t: t > 0, "x.long()": lambda t: t.long(),
+    "x.int()": lambda t: t.int(), "argsort": torch.argsort, "x == 1": lambda t: t == 1,
+    "x.bool()": lambda t: t.bool(), "isnan": torch.isnan,
+    "x.to(torch.uint8)": lambda t: t.to(torch.uint8),
+    "histc": lambda t: torch.histc(t, bins=4), "zeros_like": torch.zeros_like,
+    "x // 2": lambda t: t // 2, "heaviside": lambda t: torch.heaviside(t, torch.tensor(0.5)),
+    "floor_divide(x, 3)": lambda t: torch.floor_divide(t, 3)}
+GLOSSARY_OPERATIONS = tuple(GLOSSARY_OPS)
+GLOSSARY_CONTEXTS = {"plain": torch.enable_grad, "no_grad": torch.no_grad,
+                     "inference_mode": torch.inference_mode}
 
 
 def nothing_made_under_no_grad_requires_grad(op_name, context) -> bool:
     """glossary.md (requires_grad, no_grad): "The result of an operation on such a
     tensor inherits it, except inside no_grad or inference mode"; "results do not
     require grad". A view of a tensor that requires grad keeps the flag there."""
-    ops = {"x * 2": lambda t: t * 2, "sin": torch.sin, "x.sum()": lambda t: t.sum(),
-           "x.double()": lambda t: t.double(), "x @ x": lambda t: t @ t,
-           "x[0]": lambda t: t[0], "x[1:]": lambda t: t[1:],
-           "x.view(3, 1)": lambda t: t.view(3, 1), "x.unsqueeze(0)": lambda t: t.unsqueeze(0),
-           "argmax": torch.argmax, "x > 0": lambda t: t > 0, "x.long()": lambda t: t.long(),
-           "x.int()": lambda t: t.int(), "argsort": torch.argsort, "x == 1": lambda t: t == 1}
     leaf = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
-    with {"plain": torch.enable_grad, "no_grad": torch.no_grad,
-          "inference_mode": torch.inference_mode}[context]():
-        result = ops[op_name](leaf)
+    with GLOSSARY_CONTEXTS[context]():
+        result = GLOSSARY_OPS[op_name](leaf)
     return context == "plain" or not result.requires_grad
 
 
@@ -891,6 +896,36 @@ def test_reading_views_under_no_grad_keep_requires_grad(real_claims):
            "The result of an operation on such a tensor inherits it, except for",
            nothing_made_under_no_grad_requires_grad, st.sampled_from(sorted(GLOSSARY_OPERATIONS)),
            st.sampled_from(["inference_mode", "no_grad", "plain"]), fails_on="x")
+
+
+# -- Reading refB (s17) R2: "no derivative to carry" is not PyTorch's rule --
+
+NO_DERIVATIVE_TO_CARRY = ("argmax", "x > 0", "x.long()", "x.int()", "argsort", "x == 1",
+                          "x.bool()", "isnan", "x.to(torch.uint8)", "x // 2", "heaviside",
+                          "floor_divide(x, 3)")
+
+
+def results_with_no_derivative_to_carry_do_not_inherit(op_name, context) -> bool:
+    """glossary.md (requires_grad, before s17): "inherits it, except for results
+    with no derivative to carry (indices and booleans ...)". `x // 2` and
+    `heaviside` have none, yet keep the flag (backward raises); like the page's
+    check, each member also runs the operations the entry now names."""
+    for name in dict.fromkeys((op_name, "argmax", "x > 0", "x.long()", "x.int()", "x[0]",
+                               "histc", "zeros_like", "x // 2", "heaviside")):
+        leaf = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        with GLOSSARY_CONTEXTS[context]():
+            result = GLOSSARY_OPS[name](leaf)
+        if context == "plain" and name in NO_DERIVATIVE_TO_CARRY and result.requires_grad:
+            return False
+    return True
+
+
+def test_reading_no_derivative_formula_still_passes_the_flag(real_claims):
+    replay(real_claims, "reference/glossary",
+           "The result of an operation on such a tensor inherits it, except for",
+           results_with_no_derivative_to_carry_do_not_inherit,
+           st.sampled_from(sorted(GLOSSARY_OPERATIONS)),
+           st.sampled_from(["inference_mode", "no_grad", "plain"]), fails_on="plain")
 
 
 def backward_fills_every_leaf_that_requires_grad(graph) -> bool:
