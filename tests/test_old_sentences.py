@@ -1411,14 +1411,27 @@ def test_refb_r1_flatten_and_softmax_name_the_batch_dimension_too(real_claims, p
            *_batch_dimension_families(jac), fails_on="Flatten")
 
 
-def torch_func_refuses_every_captured_change(change, transform) -> bool:
-    """s3 audit row 16, get-a-full-jacobian-or-hessian.md: "`torch.func` refuses
-    functions that change a captured tensor in place", read as every transform."""
+CAPTURED_CHANGES_PER_SAMPLE = {"copy_", "copy_ of a detached value", "add_(t)", "add_(t.detach())",
+                               "mul_(t)", "item assignment of t[0]", "BatchNorm1d in training mode"}
+CAPTURED_CHANGES = sorted({"add_", "mul_", "zero_", "item assignment", "add_ under no_grad"}
+                          | CAPTURED_CHANGES_PER_SAMPLE)
+
+
+def refused_by_a_transform(change, transform) -> bool:
+    """Whether ``transform`` (a torch.func one, vmap included) raises on an f(t) that
+    makes ``change`` to a captured tensor, or to a captured training-mode BatchNorm1d's
+    running statistics (get-a-full-jacobian-or-hessian.md's family)."""
     captured, ones = torch.zeros(3), torch.ones(3)
+    layer = torch.nn.BatchNorm1d(3).train()
     write = {"copy_": lambda t: captured.copy_(t),
              "copy_ of a detached value": lambda t: captured.copy_(t.detach()),
              "item assignment": lambda t: captured.__setitem__(0, 5.0),
-             "add_ under no_grad": lambda t: torch.no_grad()(captured.add_)(1.0)}.get(
+             "add_ under no_grad": lambda t: torch.no_grad()(captured.add_)(1.0),
+             "add_(t)": lambda t: captured.add_(t),
+             "add_(t.detach())": lambda t: captured.add_(t.detach()),
+             "mul_(t)": lambda t: captured.mul_(t),
+             "item assignment of t[0]": lambda t: captured.__setitem__(0, t[0]),
+             "BatchNorm1d in training mode": lambda t: layer(torch.stack([t, 2 * t]))}.get(
         change, lambda t: getattr(captured, change)(*([] if change == "zero_" else [1.0])))
 
     def changing(t):
@@ -1439,14 +1452,37 @@ def torch_func_refuses_every_captured_change(change, transform) -> bool:
     return False
 
 
-def test_s3_16_vmap_runs_an_in_place_change_of_a_captured_tensor(real_claims):
-    changes = st.sampled_from(sorted(["add_", "mul_", "zero_", "copy_", "copy_ of a detached value",
-                                      "item assignment", "add_ under no_grad"]))
+def torch_func_refuses_every_captured_change(change, transform) -> bool:
+    """s3 audit row 16, get-a-full-jacobian-or-hessian.md: "`torch.func` refuses
+    functions that change a captured tensor in place", read as every transform."""
+    return refused_by_a_transform(change, transform)
+
+
+def vmap_refuses_only_a_copy_of_a_batched_value(change, transform) -> bool:
+    """s17 howtoB R1, get-a-full-jacobian-or-hessian.md: "`vmap` is not one of them: it
+    runs such a change, unless it copies a batched value into the captured tensor"
+    ("such a change": BatchNorm1d's running-statistics update, the example before)."""
+    refused = refused_by_a_transform(change, transform)
+    return refused != (transform == "vmap" and not change.startswith("copy_"))
+
+
+def _captured_change_families():
+    changes = st.sampled_from(CAPTURED_CHANGES)
     changes.family_name = "in-place changes of a captured tensor"
     transforms = st.sampled_from(sorted(["grad", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap"]))
     transforms.family_name = "torch.func transforms, vmap included"
+    return changes, transforms
+
+
+def test_s3_16_vmap_runs_an_in_place_change_of_a_captured_tensor(real_claims):
     replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "`vmap` is not one of",
-           torch_func_refuses_every_captured_change, changes, transforms, fails_on="'vmap'")
+           torch_func_refuses_every_captured_change, *_captured_change_families(), fails_on="'vmap'")
+
+
+def test_s17_howtob_r1_vmap_refuses_a_per_sample_write_not_only_a_copy(real_claims):
+    replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "`vmap` is not one of",
+           vmap_refuses_only_a_copy_of_a_batched_value, *_captured_change_families(),
+           fails_on="'vmap'")
 
 
 # -- issue 39 reading of the how-to pages ---------------------------------------------
