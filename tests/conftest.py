@@ -48,7 +48,7 @@ def pytest_configure(config):
 
 
 # The fixtures that build a copy of the site or read the real one `make html` built.
-BUILT_SITE_FIXTURES = {"built_copy", "warm_copy", "real_claims"}
+BUILT_SITE_FIXTURES = {"built_copy", "warm_copy", "real_build", "real_claims"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
@@ -120,11 +120,17 @@ def warm_copy(built_copy, fresh_folder) -> Path:
 
 
 @pytest.fixture(scope="session")
-def real_claims() -> dict[str, list[dict]]:
+def real_build() -> Path:
+    """The folder the last `make html` of the real site wrote (make test builds first)."""
+    return ROOT / "_build"
+
+
+@pytest.fixture(scope="session")
+def real_claims(real_build) -> dict[str, list[dict]]:
     """What the checks of the site `make html` built last proved, page by page (make
     test builds first): each quoting check's record, with the page lines of the check
     and of its sentence."""
-    doctrees = ROOT / "_build" / "doctrees"
+    doctrees = real_build / "doctrees"
     if not (doctrees / "claims.json").is_file():
         pytest.fail("no _build/doctrees/claims.json: run `make html` first", pytrace=False)
     return read_claims_file(doctrees)
