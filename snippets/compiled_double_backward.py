@@ -20,12 +20,13 @@ DOUBLE_BACKWARD = "torch.compile with aot_autograd does not currently support do
 NOT_USED = "The differentiated Tensor at index 0 appears to not have been used in the graph"
 
 
-def second_grad_through_compile(function, inputs, compiled=True, **grad_options):
-    """The second ``grad`` of ``function`` (compiled unless ``compiled=False``) at
-    ``inputs``, seeded with ones: the error message it raised, or what it returned."""
+def second_grad_through_compile(function, inputs, compiled=True, backend="aot_eager", **grad_options):
+    """The second ``grad`` of ``function`` (compiled with ``backend`` unless
+    ``compiled=False``) at ``inputs``, seeded with ones: the error message it raised,
+    or what it returned."""
     if compiled:
         torch._dynamo.reset()  # compile afresh: one input's graph must not serve another
-        function = torch.compile(function, backend="aot_eager")
+        function = torch.compile(function, backend=backend)
     out = function(inputs)
     (first,) = torch.autograd.grad(out, inputs, torch.ones_like(out), create_graph=True)
     try:
@@ -160,3 +161,48 @@ def around_the_call(linear_only: bool = False):
     names = [name for name, (_, linear) in AROUND.items() if linear or not linear_only]
     what = "linear compiled work" if linear_only else "compiled work"
     return labelled(st.sampled_from(names), f"{what} around the call: " + ", ".join(names))
+
+
+# For "functional.hvp and vhp of a compiled function raise or return zeros":
+# scalar functions of t, with a second derivative that is not zero.
+with torch.random.fork_rng():
+    torch.manual_seed(0)
+    _NETWORK = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+
+
+def _tanh_network(t):
+    return _NETWORK(t).sum()
+
+
+SECOND_ORDER = {"tanh(t).sum()": lambda t: t.tanh().sum(),
+                "(sin(t) * t).sum()": lambda t: (t.sin() * t).sum(),
+                "a Tanh network": _tanh_network}
+
+
+def functional_through_compile(name, backend, api):
+    """``functional.<api>`` (hvp or vhp) of SECOND_ORDER[name] compiled afresh with
+    ``backend``, at t = [0.5, 1.0] with u = [1, -1]: "raises" for the double-backward
+    error, "zeros" for zeros where eager mode's product is not zero, else "other"."""
+    from torch.autograd import functional
+
+    at, u = torch.tensor([0.5, 1.0]), torch.tensor([1.0, -1.0])
+    f = SECOND_ORDER[name]
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend=backend)
+    try:
+        product = getattr(functional, api)(compiled, at, u)[1]
+    except RuntimeError as error:
+        return "raises" if str(error).startswith(DOUBLE_BACKWARD) else "other"
+    eager = getattr(functional, api)(f, at, u)[1]
+    return "zeros" if bool((product == 0).all()) and bool((eager != 0).any()) else "other"
+
+
+def functional_cases():
+    """Strategy of (function, backend, api) for functional_through_compile."""
+    from hypothesis import strategies as st
+
+    cases = st.tuples(st.sampled_from(sorted(SECOND_ORDER)), st.sampled_from(["aot_eager", "inductor"]),
+                      st.sampled_from(["hvp", "vhp"]))
+    cases.family_name = ("hvp and vhp of tanh(t).sum(), (sin(t) * t).sum() and a Tanh network, "
+                         "compiled with aot_eager or inductor")
+    return cases
