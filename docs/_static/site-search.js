@@ -26,7 +26,10 @@ var SiteSearch = (function () {
   // The weights, in one place (tests/browser/test_search_ranking.py measures them).
   var tuning = {
     fields: { title: 8, index: 6, glossary: 2, heading: 3, anchor: 3, question: 2, prose: 1, code: 0.4 },
-    k1: 1.2,                       // BM25's saturation
+    // BM25's saturation: high, so a word a page says again and again counts
+    // nearly as often as it is said (1.2, the textbook value, let one mention in
+    // a long traceback count almost as much as a page about the word).
+    k1: 4,
     // Length normalisation: a long page, or one with many headings (the
     // questions page), counts each occurrence less. A title is one line: none.
     b: { index: 0.5, glossary: 0.5, heading: 0.5, anchor: 0.5, question: 0.5, prose: 0.75, code: 0.75 },
