@@ -43,6 +43,7 @@ var SiteSearch = (function () {
     defines: 2,                    // a section whose heading or index entries hold a query word
     frame: 0.01,                   // a "Next steps" or "Summary" section, as a landing
     together: 1,                   // the share of the matched words one section holds, to this power
+    togetherCode: 0.3,             // ... a word only its code (an output, a traceback) holds, as this much of one
   };
   var FIELDS = tuning.fields, B = tuning.b;
   var data = null, stemmer = null;
@@ -333,15 +334,21 @@ var SiteSearch = (function () {
   }
   // How many of the query's slots one section holds, with the page's title and
   // the links' words that apply to all of it: a long page that has each word
-  // somewhere, in sections about other things, is not about the query.
+  // somewhere, in sections about other things, is not about the query. A word
+  // only the section's code holds counts togetherCode of one: a long output or
+  // traceback holds nearly any word ("variable", "cause"), and does not say
+  // the section is about it.
   function together(page, slots) {
     function has(alt, maps) {
       return alt.terms.every(function (id) { return maps.some(function (m) { return m.has(id); }); });
     }
     var whole = [page.fields.title, page.fields.anchor], best = 0;
     page.sections.forEach(function (section) {
-      var maps = whole.concat([section.headingMap, section.entryMap, section.prose, section.code]), n = 0;
-      slots.forEach(function (slot) { if (slot.some(function (alt) { return has(alt, maps); })) n += 1; });
+      var maps = whole.concat([section.headingMap, section.entryMap, section.prose]), n = 0;
+      slots.forEach(function (slot) {
+        if (slot.some(function (alt) { return has(alt, maps); })) n += 1;
+        else if (slot.some(function (alt) { return has(alt, maps.concat([section.code])); })) n += tuning.togetherCode;
+      });
       best = Math.max(best, n);
     });
     return best;

@@ -52,10 +52,11 @@ HERE = Path(__file__).parent
     pytest.param("search_queries_heldout2.json", marks=pytest.mark.xfail(
         strict=True, reason="issue 40: 13 of 15 development queries rank an answering page "
                             "first (11 before they were tuned on), 15 of 15 in the top 3")),
-    pytest.param("search_queries_heldout3.json", marks=pytest.mark.xfail(
-        strict=True, reason="issue 40: 26 of 30 held-out queries rank an answering page first "
-                            "(17 before the readers' questions were a field and headings "
-                            "matched as typed), 30 of 30 in the top 3 (26 before)")),
+    # 27 of 30 first (17 before the readers' questions were a field and headings
+    # matched as typed; 25 before BM25's k1 went from 1.2 to 4, 26 before a word
+    # only code holds counted less toward a section holding the query), 30 of 30
+    # in the top 3 (26 before).
+    "search_queries_heldout3.json",
     # 29 of 30 first (24 before the readers' questions were a field and headings
     # matched as typed; 27 before BM25's k1 went from 1.2 to 4), 30 of 30 in the
     # top 3 (29 before).
@@ -64,7 +65,8 @@ HERE = Path(__file__).parent
     # and heldout7 were tuned on; 26 before BM25's k1 went from 1.2 to 4), 30 of 30
     # in the top 3.
     "search_queries_heldout5.json",
-    # 29 of 30 first (27 before they were tuned on), 30 of 30 in the top 3 (28 before).
+    # 30 of 30 first (27 before they were tuned on; 29 before a word only code holds
+    # counted less toward a section holding the query), 30 of 30 in the top 3 (28 before).
     "search_queries_heldout6.json",
     # 29 of 30 first (26 before they were tuned on), 30 of 30 in the top 3 (29 before).
     "search_queries_heldout7.json",
