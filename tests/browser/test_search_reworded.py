@@ -24,8 +24,12 @@ the same things as a reader who has not read the pages would.
   after all tuning, and scored once; since then, with the others, development sets.
 * ``search_queries_heldout8.json`` and ``search_queries_heldout9.json``: 30 each,
   written the same way while heldout6 and heldout7 were being tuned on, by a reader
-  who saw no query file, and scored once after that tuning (the tuner never saw
-  them): what the ranking does on phrasings nobody tuned it on.
+  who saw no query file, and scored once after that tuning (28 and 24 of 30 first);
+  since then development sets.
+* ``search_queries_heldout10.json`` and ``search_queries_heldout11.json``: 30 each,
+  written the same way by a reader who saw no query file, while the ranking was
+  tuned on all the sets above, and scored once after (the tuner never saw them):
+  what the ranking does on phrasings nobody tuned it on.
 
 The aim is the survey's: an answering page first for 0.9 of each set, and in
 the top 3 for every query.
@@ -70,13 +74,18 @@ HERE = Path(__file__).parent
     "search_queries_heldout6.json",
     # 29 of 30 first (26 before they were tuned on), 30 of 30 in the top 3 (29 before).
     "search_queries_heldout7.json",
-    # Never tuned on: 28 of 30 first, 30 of 30 in the top 3 (28 and 30 before the
-    # tuning on heldout6 and heldout7 too).
+    # 28 of 30 first when scored untuned, 30 of 30 in the top 3; the same since.
     "search_queries_heldout8.json",
     pytest.param("search_queries_heldout9.json", marks=pytest.mark.xfail(
-        strict=True, reason="issue 40: 24 of 30 never-tuned queries rank an answering page "
-                            "first (24 before the tuning on heldout6 and heldout7), 29 of 30 "
-                            "in the top 3 (27 before)")),
+        strict=True, reason="issue 40: 24 of 30 development queries rank an answering page "
+                            "first (24 when scored untuned), 29 of 30 in the top 3 (28)")),
+    # Never tuned on: 27 of 30 first, 30 of 30 in the top 3 (26 and 28 before the
+    # tuning on heldout8 and heldout9).
+    "search_queries_heldout10.json",
+    pytest.param("search_queries_heldout11.json", marks=pytest.mark.xfail(
+        strict=True, reason="issue 40: 29 of 30 never-tuned queries rank an answering page "
+                            "first, but 'leaf tensor meaning' ranks its page 4th: 29 of 30 "
+                            "in the top 3 (29 and 29 before the tuning on heldout8 and 9)")),
 ])
 def test_reworded_queries_find_the_answering_page_first(page, traffic, queries):
     ranks = answering_ranks(page, json.loads((HERE / queries).read_text("utf8")))
