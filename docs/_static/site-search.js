@@ -26,7 +26,10 @@ var SiteSearch = (function () {
   // The weights, in one place (tests/browser/test_search_ranking.py measures them).
   var tuning = {
     fields: { title: 8, index: 6, glossary: 2, heading: 3, anchor: 3, question: 2, prose: 1, code: 0.4 },
-    k1: 1.2,                       // BM25's saturation
+    // BM25's saturation: high, so a word a page says again and again counts
+    // nearly as often as it is said (1.2, the textbook value, let one mention in
+    // a long traceback count almost as much as a page about the word).
+    k1: 4,
     // Length normalisation: a long page, or one with many headings (the
     // questions page), counts each occurrence less. A title is one line: none.
     b: { index: 0.5, glossary: 0.5, heading: 0.5, anchor: 0.5, question: 0.5, prose: 0.75, code: 0.75 },
@@ -40,6 +43,7 @@ var SiteSearch = (function () {
     defines: 2,                    // a section whose heading or index entries hold a query word
     frame: 0.01,                   // a "Next steps" or "Summary" section, as a landing
     together: 1,                   // the share of the matched words one section holds, to this power
+    togetherCode: 0.3,             // ... a word only its code (an output, a traceback) holds, as this much of one
   };
   var FIELDS = tuning.fields, B = tuning.b;
   var data = null, stemmer = null;
@@ -330,15 +334,21 @@ var SiteSearch = (function () {
   }
   // How many of the query's slots one section holds, with the page's title and
   // the links' words that apply to all of it: a long page that has each word
-  // somewhere, in sections about other things, is not about the query.
+  // somewhere, in sections about other things, is not about the query. A word
+  // only the section's code holds counts togetherCode of one: a long output or
+  // traceback holds nearly any word ("variable", "cause"), and does not say
+  // the section is about it.
   function together(page, slots) {
     function has(alt, maps) {
       return alt.terms.every(function (id) { return maps.some(function (m) { return m.has(id); }); });
     }
     var whole = [page.fields.title, page.fields.anchor], best = 0;
     page.sections.forEach(function (section) {
-      var maps = whole.concat([section.headingMap, section.entryMap, section.prose, section.code]), n = 0;
-      slots.forEach(function (slot) { if (slot.some(function (alt) { return has(alt, maps); })) n += 1; });
+      var maps = whole.concat([section.headingMap, section.entryMap, section.prose]), n = 0;
+      slots.forEach(function (slot) {
+        if (slot.some(function (alt) { return has(alt, maps); })) n += 1;
+        else if (slot.some(function (alt) { return has(alt, maps.concat([section.code])); })) n += tuning.togetherCode;
+      });
       best = Math.max(best, n);
     });
     return best;
