@@ -63,7 +63,7 @@ myst_heading_anchors = 3  # `[text](#slug)` links to headings
 # code, a snippet it imports or the installed packages change (autograd_docs).
 nb_execution_mode = "cache"
 nb_execution_cache_path = str(ROOT / "_build" / ".jupyter_cache")
-nb_execution_timeout = 60  # seconds per cell; no page here needs more than a few
+nb_execution_timeout = 60  # seconds per cell; pages whose checks compile say 180 in their front matter
 nb_execution_raise_on_error = False  # report every failing page, not only the first
 nb_execution_show_tb = False  # autograd_docs reports a failing cell in one line;
 # its full traceback is in _build/html/reports/<page>.err.log
