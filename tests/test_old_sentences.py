@@ -4163,3 +4163,29 @@ def test_s12_refA_r3_a_fused_step_between_passes_raises_nothing(real_claims):
     replay(real_claims, "reference/error-messages", "A fused optimizer (`fused=True`) is the exception",
            step_between_passes_raises_whatever_the_optimizer, stepped,
            labelled(st.sampled_from(fused), "fused SGD, Adam, AdamW, Adagrad"), fails_on="fused")
+
+
+def float32_softmax_sum_gradient_below_1e_6(n, top, seed) -> bool:
+    """s18 refB R1, misconceptions.md: the float32 gradient of softmax(x).sum() had
+    "entries below 1e-6", on the check's members: n random logits (randn * 3), and n
+    logits all equal but one, whose class has probability top."""
+    import math
+
+    random_logits = torch.randn(n, generator=torch.Generator().manual_seed(seed)) * 3
+    peaked = torch.zeros(n)
+    peaked[0] = math.log(top * (n - 1) / (1 - top))
+    largest = 0.0
+    for logits in (random_logits, peaked):
+        logits.requires_grad_()
+        torch.softmax(logits, dim=0).sum().backward()
+        largest = max(largest, logits.grad.abs().max().item())
+    return largest < 1e-6
+
+
+def test_s18_refb_r1_float32_softmax_sum_leaves_more_than_1e_6_with_many_classes(real_claims):
+    replay(real_claims, "reference/misconceptions", "in float32, entries up to about $n$ times its epsilon",
+           float32_softmax_sum_gradient_below_1e_6,
+           labelled(st.one_of(st.integers(2, 10), st.sampled_from([1000, 10000, 50257])),
+                    "numbers of classes: 2 to 10, 1,000, 10,000 and 50,257"),
+           labelled(st.sampled_from([0.3, 0.5, 0.76, 0.9, 0.99]), "probabilities of the one unequal class"),
+           labelled(st.integers(0, 2**16), "seeds of the random logits"), fails_on="")
