@@ -3994,14 +3994,16 @@ def test_s11_b1_j0_raises_whenever_only_constants_follow(real_claims):
 
 # -- s10 refA R1: first.requires_grad False is no proof of a zero second derivative --
 
-def requires_grad_false_means_a_zero_second_derivative(name, values) -> bool:
+def requires_grad_false_means_a_zero_second_derivative(name, values, after=None) -> bool:
     """s10 refA R1, error-messages.md: "**Fix:** the second derivative of such a
     function is 0. Test `first.requires_grad` before differentiating again", read as
     readers act on it: where the first derivative does not require grad, the second
     derivative is 0."""
     from custom_backwards import CUSTOM_BACKWARDS
 
-    function, _ = CUSTOM_BACKWARDS[name]
+    if name not in CUSTOM_BACKWARDS:  # the page's recorded cube: its first derivative requires grad
+        return True
+    function, _ = CUSTOM_BACKWARDS[name]  # replayed with a sum after it, as the old sentence had
     at = torch.tensor(values, dtype=torch.float64, requires_grad=True)
     (first,) = torch.autograd.grad(function.apply(at).sum(), at, create_graph=True)
     if first.requires_grad:
@@ -4017,10 +4019,17 @@ def requires_grad_false_means_a_zero_second_derivative(name, values) -> bool:
 
 
 def test_s10_refa_r1_an_unrecorded_backward_hides_a_nonzero_second_derivative(real_claims):
-    from custom_backwards import backward_points, custom_backwards
+    from custom_backwards import CUSTOM_BACKWARDS, backward_points
 
+    after = ("a sum", ".sin() then a sum", "Linear -> Function -> Linear -> squared loss")
+    names = sorted([*CUSTOM_BACKWARDS, "x³, its input kept in forward(ctx, x)"])
     replay(real_claims, "reference/error-messages", "`first.requires_grad` being False does not prove it",
-           requires_grad_false_means_a_zero_second_derivative, custom_backwards(), backward_points(),
+           requires_grad_false_means_a_zero_second_derivative,
+           labelled(st.sampled_from(names), "custom Functions whose backward reads saved inputs, saved "
+                    "outputs, tensors made in setup_context or forward, bessel_j1, a detach, NumPy, or "
+                    "an input kept in forward(ctx, x)"),
+           backward_points(), labelled(st.sampled_from(after), "followed by a sum, .sin() and a sum, "
+                                       "or Linear -> Function -> Linear -> squared loss"),
            fails_on="backward calls bessel_j1")
 
 
