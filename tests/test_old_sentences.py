@@ -425,7 +425,7 @@ def ones_seed_on_the_first_derivative_gives_u_xx(setting) -> None:
 
 def test_m5_the_ones_seed_mixes_partials_with_two_input_features(real_claims):
     replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
-           "Per sample, one output, one input feature:", ones_seed_on_the_first_derivative_gives_u_xx,
+           "Per sample, one output, one input feature (`grad` returns a tuple):", ones_seed_on_the_first_derivative_gives_u_xx,
            multi_feature_inputs(), fails_on="(4, 2) inputs", because="the recipe gives u_xx")
 
 
