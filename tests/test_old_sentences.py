@@ -4242,3 +4242,39 @@ def test_s18_refb_r1_float32_softmax_sum_leaves_more_than_1e_6_with_many_classes
                     "numbers of classes: 2 to 10, 1,000, 10,000 and 50,257"),
            labelled(st.sampled_from([0.3, 0.5, 0.76, 0.9, 0.99]), "probabilities of the one unequal class"),
            labelled(st.integers(0, 2**16), "seeds of the random logits"), fails_on="")
+
+
+OLD_MICRO_BATCH_RECIPE = '''
+w = torch.zeros(3, requires_grad=True)
+K = 4
+chunks = list(zip(
+    inputs.chunk(K), targets.chunk(K)
+))
+for chunk_x, chunk_t in chunks:
+    loss = (
+        (chunk_x @ w - chunk_t) ** 2
+    ).mean() / len(chunks)
+    loss.backward()
+'''
+
+
+def dividing_by_the_parts_chunk_returned_gives_the_mean(rows, K, seed) -> bool:
+    """s20 howtoA A1, accumulate-zero-and-reuse-gradients.md (299ff66:578-579):
+    "`chunk(K)` can return fewer than K parts (6 rows into 4 gives 3 of 2), so divide
+    by the number of parts it returned", with the cell that did so, on the check's
+    members: wrong where chunk returns parts of unequal sizes (5 rows into 4: 2, 2, 1)."""
+    generator = torch.Generator().manual_seed(seed)
+    space = {"torch": torch, "inputs": torch.randn(rows, 3, generator=generator),
+             "targets": torch.randn(rows, generator=generator)}
+    exec(OLD_MICRO_BATCH_RECIPE.replace("K = 4", f"K = {K}"), space)
+    w_whole = torch.zeros(3, requires_grad=True)
+    ((space["inputs"] @ w_whole - space["targets"]) ** 2).mean().backward()
+    return torch.allclose(space["w"].grad, w_whole.grad, atol=1e-5)
+
+
+def test_s20_howtoa_a1_dividing_by_the_number_of_parts_is_wrong_for_unequal_parts(real_claims):
+    replay(real_claims, "how-to/accumulate-zero-and-reuse-gradients", "so the cell below weights each part's",
+           dividing_by_the_parts_chunk_returned_gives_the_mean,
+           labelled(st.integers(2, 12), "batches of 2 to 12 rows"), labelled(st.integers(2, 5), "K from 2 to 5"),
+           labelled(st.integers(0, 2**31 - 1), "seeds"), fails_on="")
+
