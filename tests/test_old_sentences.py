@@ -4278,3 +4278,29 @@ def test_s20_howtoa_a1_dividing_by_the_number_of_parts_is_wrong_for_unequal_part
            labelled(st.integers(2, 12), "batches of 2 to 12 rows"), labelled(st.integers(2, 5), "K from 2 to 5"),
            labelled(st.integers(0, 2**31 - 1), "seeds"), fails_on="")
 
+
+def bare_weights_are_silent_only_when_the_last_dimension_is_b(layout, rows, seed) -> bool:
+    """s20 howtoA B1, backpropagate-from-a-non-scalar-output.md (299ff66:951-952): bare
+    (B,) weights "line up with the last dimension, silently when it too has size B",
+    read as: an error whenever that size is not B. A (B, 1) loss (a regression head
+    with MSELoss(reduction='none')) broadcasts them to (B, B) without one."""
+    shape = {"(B,)": (rows,), "(B, 1)": (rows, 1), "(B, T)": (rows, rows + 1),
+             "(B, C, H, W), W == B": (rows, 3, 2, rows),
+             "(B, C, H, W), W != B": (rows, 3, 2, rows + 1)}[layout]
+    generator = torch.Generator().manual_seed(seed)
+    loss = torch.rand(shape, dtype=torch.float64, generator=generator)
+    weights = torch.rand(rows, dtype=torch.float64, generator=generator)
+    try:
+        (loss * weights).sum()
+    except RuntimeError:
+        return shape[-1] != rows
+    return shape[-1] == rows
+
+
+def test_s20_howtoa_b1_bare_weights_are_silent_on_a_last_dimension_of_1(real_claims):
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output",
+           "bare, they line up with the last dimension, silently when it has size B or 1",
+           bare_weights_are_silent_only_when_the_last_dimension_is_b,
+           labelled(st.sampled_from(["(B,)", "(B, 1)", "(B, T)", "(B, C, H, W), W == B", "(B, C, H, W), W != B"]),
+                    "loss layouts"),
+           labelled(st.integers(2, 5), "batch sizes B"), labelled(SEEDS, "seeds"), fails_on="(B, 1)")
