@@ -119,6 +119,12 @@ def test_a_non_leaf_member_is_no_leaf_and_gets_no_grad(case):
     assert case.leaf.grad is not None
 
 
+def _seconds_of_cpu(run) -> float:
+    start = time.thread_time()
+    run()
+    return time.thread_time() - start
+
+
 @pytest.mark.parametrize("factory", [f for f in rs.FAMILIES if f is not rs.compiled_modules],
                          ids=lambda f: f.__name__)
 def test_members_are_built_in_a_few_milliseconds(factory):
@@ -128,7 +134,7 @@ def test_members_are_built_in_a_few_milliseconds(factory):
     families.members(factory(), drawn)
     # CPU time of this thread, not wall time (a busy machine stretches it) nor the
     # process's (torch's worker threads spin while they wait for a core).
-    start = time.thread_time()
-    families.members(factory(), drawn)
-    per_member = (time.thread_time() - start) / drawn
+    # The fastest of three: a loaded machine only adds (28 to 31 ms a member once, at load 9).
+    per_member = min(_seconds_of_cpu(lambda: families.members(factory(), drawn))
+                     for _ in range(3)) / drawn
     assert per_member < 0.01, f"{factory.family_name}: {per_member * 1e3:.1f} ms of CPU a member"
