@@ -179,30 +179,70 @@ SECOND_ORDER = {"tanh(t).sum()": lambda t: t.tanh().sum(),
                 "a Tanh network": _tanh_network}
 
 
-def functional_through_compile(name, backend, api):
-    """``functional.<api>`` (hvp or vhp) of SECOND_ORDER[name] compiled afresh with
-    ``backend``, at t = [0.5, 1.0] with u = [1, -1]: "raises" for the double-backward
-    error, "zeros" for zeros where eager mode's product is not zero, else "other"."""
+# What a torch.func transform does to a compiled function: Dynamo gives up on its
+# frame, and every later call, these included, runs eagerly.
+FUNC_FIRST = {"torch.func.grad": lambda c, at: torch.func.grad(c)(at),
+              "torch.func.jacrev": lambda c, at: torch.func.jacrev(c)(at),
+              "torch.func.vmap": lambda c, at: torch.func.vmap(c)(at.unsqueeze(0)),
+              "torch.func.jvp": lambda c, at: torch.func.jvp(c, (at,), (at,))}
+
+
+def functional_through_compile(name, backend, api, first=None):
+    """``functional.<api>`` (hvp, vhp or hessian) of SECOND_ORDER[name] compiled
+    afresh with ``backend``, at t = [0.5, 1.0] with u = [1, -1], called first, or
+    after ``FUNC_FIRST[first]`` ran the compiled function: "raises" for the
+    double-backward error, "zeros" for zeros where eager mode's result is not zero,
+    "eager" for eager mode's values with no frame compiled, else "other"."""
+    from torch._dynamo.utils import counters
     from torch.autograd import functional
 
     at, u = torch.tensor([0.5, 1.0]), torch.tensor([1.0, -1.0])
     f = SECOND_ORDER[name]
     torch._dynamo.reset()
+    counters.clear()
     compiled = torch.compile(f, backend=backend)
+    if first is not None:
+        FUNC_FIRST[first](compiled, at)
+
+    def call(g):
+        return functional.hessian(g, at) if api == "hessian" else getattr(functional, api)(g, at, u)[1]
+
     try:
-        product = getattr(functional, api)(compiled, at, u)[1]
+        result = call(compiled)
     except RuntimeError as error:
         return "raises" if str(error).startswith(DOUBLE_BACKWARD) else "other"
-    eager = getattr(functional, api)(f, at, u)[1]
-    return "zeros" if bool((product == 0).all()) and bool((eager != 0).any()) else "other"
+    eager = call(f)
+    if bool((result == 0).all()) and bool((eager != 0).any()):
+        return "zeros"
+    return "eager" if torch.allclose(result, eager) and counters["frames"]["ok"] == 0 else "other"
 
 
-def functional_cases():
-    """Strategy of (function, backend, api) for functional_through_compile."""
+def as_the_history_says(case) -> bool:
+    """Called first, a compiled function's hvp/vhp raises or gives zeros (hessian:
+    zeros); after a torch.func transform ran it, each gives eager values, uncompiled."""
+    name, backend, api, first = case
+    outcome = functional_through_compile(name, backend, api, first)
+    if first is not None:
+        return outcome == "eager"
+    return outcome in (("zeros",) if api == "hessian" else ("raises", "zeros"))
+
+
+def functional_cases(history: bool = False, after_func: bool = False):
+    """Strategy of (function, backend, api) for functional_through_compile; with
+    ``history``, (function, backend, api, first) with hessian too and first None or
+    a torch.func transform run before (with ``after_func``, only the latter)."""
     from hypothesis import strategies as st
 
-    cases = st.tuples(st.sampled_from(sorted(SECOND_ORDER)), st.sampled_from(["aot_eager", "inductor"]),
-                      st.sampled_from(["hvp", "vhp"]))
-    cases.family_name = ("hvp and vhp of tanh(t).sum(), (sin(t) * t).sum() and a Tanh network, "
-                         "compiled with aot_eager or inductor")
+    names, backends = st.sampled_from(sorted(SECOND_ORDER)), st.sampled_from(["aot_eager", "inductor"])
+    if not history:
+        cases = st.tuples(names, backends, st.sampled_from(["hvp", "vhp"]))
+        cases.family_name = ("hvp and vhp of tanh(t).sum(), (sin(t) * t).sum() and a Tanh network, "
+                             "compiled with aot_eager or inductor")
+        return cases
+    cases = st.tuples(names, backends, st.sampled_from(["hvp", "vhp", "hessian"]),
+                      st.sampled_from(list(FUNC_FIRST) if after_func else [None, *FUNC_FIRST]))
+    cases.family_name = ("hvp, vhp and hessian of tanh(t).sum(), (sin(t) * t).sum() and a Tanh network, "
+                         "compiled with aot_eager or inductor, called "
+                         + ("" if after_func else "first or ") + "after "
+                         + ", ".join(FUNC_FIRST) + " ran it")
     return cases
