@@ -1160,7 +1160,7 @@ def grad_output_cast_to_x_dtype_runs_under_autocast(dtype, x_is, shape) -> None:
 
 def test_h4_5_grad_output_cast_to_one_saved_dtype_raises_after_an_autocast_layer(real_claims):
     replay(real_claims, "how-to/write-a-custom-autograd-function",
-           "With `setup_context`, compute the backward in float32",
+           "With `setup_context`, compute the backward in at least float32",
            grad_output_cast_to_x_dtype_runs_under_autocast, autocast_dtypes(), *matmul_settings(),
            fails_on="the output of an autocast Linear", because="same dtype")
 
@@ -2869,8 +2869,10 @@ def matmul_settings() -> tuple[st.SearchStrategy, st.SearchStrategy]:
     """The families the page's MatMul recipe checks draw x from: what made it, its shape."""
     from families import labelled
 
-    inputs = st.sampled_from(["a float32 leaf", "the output of an autocast Linear"])
-    inputs.family_name = "x a float32 leaf or the output of an autocast Linear"
+    inputs = st.sampled_from(["a float32 leaf", "the output of an autocast Linear",
+                              "a float64 leaf, autocast off"])
+    inputs.family_name = ("x a float32 leaf or the output of an autocast Linear, "
+                          "or a float64 leaf outside autocast")
     shapes = labelled(st.sampled_from([(4, 3), (2, 4, 3), (2, 2, 2, 3)]),
                       "x of shape (N, C), (B, T, C), (B, H, W, C)")
     return inputs, shapes
@@ -4242,3 +4244,46 @@ def test_s18_refb_r1_float32_softmax_sum_leaves_more_than_1e_6_with_many_classes
                     "numbers of classes: 2 to 10, 1,000, 10,000 and 50,257"),
            labelled(st.sampled_from([0.3, 0.5, 0.76, 0.9, 0.99]), "probabilities of the one unequal class"),
            labelled(st.integers(0, 2**16), "seeds of the random logits"), fails_on="")
+
+
+# -- s20 fresh reading of how-to pages, part B: B1, B3 ---------------------------------------
+
+class FloatRecipeMatMul(torch.autograd.Function):
+    """The MatMul recipe before s20 B1: `.float()` on grad_output and each saved input."""
+
+    @staticmethod
+    def forward(x, w):
+        return x @ w
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x, w = ctx.saved_tensors
+        with torch.autocast(grad_output.device.type, enabled=False):
+            g = grad_output.float()
+            gx = g @ w.float().mT
+            gw = x.float().flatten(0, -2).mT @ g.flatten(0, -2)
+        return gx.to(x.dtype), gw.to(w.dtype)
+
+
+def float_recipe_holds_in_float64_too(dtype, x_is, shape) -> bool:
+    """s20 howtoB B1, write-a-custom-autograd-function.md: "compute the backward in
+    float32 (`.float()` on `grad_output` and on each saved input ...)", pasted into a
+    Function that also runs in float64 (the page says to gradgradcheck it in float64):
+    float32-accurate gradients, and gradgradcheck fails. Under autocast it held."""
+    if x_is != "a float64 leaf, autocast off":
+        return True
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(*shape, generator=generator, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(3, 2, generator=generator, dtype=torch.float64, requires_grad=True)
+    return bool(torch.autograd.gradgradcheck(FloatRecipeMatMul.apply, (x, w), raise_exception=False))
+
+
+def test_s20_howtob_b1_the_float_recipe_fails_gradgradcheck_in_float64(real_claims):
+    replay(real_claims, CUSTOM_FUNCTION_PAGE, "With `setup_context`, compute the backward in at least float32",
+           float_recipe_holds_in_float64_too, autocast_dtypes(), *matmul_settings(),
+           fails_on="a float64 leaf")
+
