@@ -4287,3 +4287,43 @@ def test_s20_howtob_b1_the_float_recipe_fails_gradgradcheck_in_float64(real_clai
            float_recipe_holds_in_float64_too, autocast_dtypes(), *matmul_settings(),
            fails_on="a float64 leaf")
 
+
+@st.composite
+def shared_activation_networks(draw):
+    """As get-gradients-of-intermediate-tensors.md's family: one activation module called twice."""
+    net = draw(small_networks(batchnorm=False))
+    first, act, last = net
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        middle = torch.nn.Linear(first.out_features, first.out_features).double()
+    shared = type(net)(first, act, middle, act, last)
+    shared.in_features = net.in_features
+    return shared
+
+
+def keep_holds_the_gradient_at_the_modules_output(net, data) -> None:
+    """s20 howtoB B3, get-gradients-of-intermediate-tensors.md: the module hook recipe
+    (`keep` overwrites caught["grad_output"]) holds what a tensor hook on the module's
+    output receives, with no word on a module called more than once per forward."""
+    batch = data.draw(batches(features=net.in_features))
+    activation = net[-2]
+    caught, output = {}, {}
+    handles = [activation.register_full_backward_hook(
+                   lambda m, grad_input, grad_output: caught.__setitem__("grad_output", grad_output[0])),
+               activation.register_forward_hook(lambda m, inputs, out: output.__setitem__("out", out))]
+    result = net(batch)
+    at_output = []
+    output["out"].register_hook(at_output.append)   # the module's output as the forward ends
+    result.pow(2).sum().backward()
+    for handle in handles:
+        handle.remove()
+    check_close(caught["grad_output"], at_output[0], f"{net}: keep = the tensor hook's gradient")
+
+
+def test_s20_howtob_b3_keep_holds_the_first_calls_gradient_on_a_shared_activation(real_claims):
+    networks = labelled(small_networks() | shared_activation_networks(),
+                        "a two-layer MLP, or one whose activation module runs twice")
+    replay(real_claims, "how-to/get-gradients-of-intermediate-tensors",
+           "`grad_output[0]` is what a tensor hook on the module's output would receive",
+           keep_holds_the_gradient_at_the_modules_output, networks, st.data(),
+           fails_on="Tanh · Linear", because="keep = the tensor hook's gradient")
