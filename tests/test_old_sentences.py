@@ -1160,7 +1160,7 @@ def grad_output_cast_to_x_dtype_runs_under_autocast(dtype, x_is, shape) -> None:
 
 def test_h4_5_grad_output_cast_to_one_saved_dtype_raises_after_an_autocast_layer(real_claims):
     replay(real_claims, "how-to/write-a-custom-autograd-function",
-           "With `setup_context`, compute the backward in float32",
+           "With `setup_context`, compute the backward in at least float32",
            grad_output_cast_to_x_dtype_runs_under_autocast, autocast_dtypes(), *matmul_settings(),
            fails_on="the output of an autocast Linear", because="same dtype")
 
@@ -2869,8 +2869,10 @@ def matmul_settings() -> tuple[st.SearchStrategy, st.SearchStrategy]:
     """The families the page's MatMul recipe checks draw x from: what made it, its shape."""
     from families import labelled
 
-    inputs = st.sampled_from(["a float32 leaf", "the output of an autocast Linear"])
-    inputs.family_name = "x a float32 leaf or the output of an autocast Linear"
+    inputs = st.sampled_from(["a float32 leaf", "the output of an autocast Linear",
+                              "a float64 leaf, autocast off"])
+    inputs.family_name = ("x a float32 leaf or the output of an autocast Linear, "
+                          "or a float64 leaf outside autocast")
     shapes = labelled(st.sampled_from([(4, 3), (2, 4, 3), (2, 2, 2, 3)]),
                       "x of shape (N, C), (B, T, C), (B, H, W, C)")
     return inputs, shapes
@@ -4304,3 +4306,86 @@ def test_s20_howtoa_b1_bare_weights_are_silent_on_a_last_dimension_of_1(real_cla
            labelled(st.sampled_from(["(B,)", "(B, 1)", "(B, T)", "(B, C, H, W), W == B", "(B, C, H, W), W != B"]),
                     "loss layouts"),
            labelled(st.integers(2, 5), "batch sizes B"), labelled(SEEDS, "seeds"), fails_on="(B, 1)")
+
+
+# -- s20 fresh reading of how-to pages, part B: B1, B3 ---------------------------------------
+
+class FloatRecipeMatMul(torch.autograd.Function):
+    """The MatMul recipe before s20 B1: `.float()` on grad_output and each saved input."""
+
+    @staticmethod
+    def forward(x, w):
+        return x @ w
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x, w = ctx.saved_tensors
+        with torch.autocast(grad_output.device.type, enabled=False):
+            g = grad_output.float()
+            gx = g @ w.float().mT
+            gw = x.float().flatten(0, -2).mT @ g.flatten(0, -2)
+        return gx.to(x.dtype), gw.to(w.dtype)
+
+
+def float_recipe_holds_in_float64_too(dtype, x_is, shape) -> bool:
+    """s20 howtoB B1, write-a-custom-autograd-function.md: "compute the backward in
+    float32 (`.float()` on `grad_output` and on each saved input ...)", pasted into a
+    Function that also runs in float64 (the page says to gradgradcheck it in float64):
+    float32-accurate gradients, and gradgradcheck fails. Under autocast it held."""
+    if x_is != "a float64 leaf, autocast off":
+        return True
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(*shape, generator=generator, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(3, 2, generator=generator, dtype=torch.float64, requires_grad=True)
+    return bool(torch.autograd.gradgradcheck(FloatRecipeMatMul.apply, (x, w), raise_exception=False))
+
+
+def test_s20_howtob_b1_the_float_recipe_fails_gradgradcheck_in_float64(real_claims):
+    replay(real_claims, CUSTOM_FUNCTION_PAGE, "With `setup_context`, compute the backward in at least float32",
+           float_recipe_holds_in_float64_too, autocast_dtypes(), *matmul_settings(),
+           fails_on="a float64 leaf")
+
+
+@st.composite
+def shared_activation_networks(draw):
+    """As get-gradients-of-intermediate-tensors.md's family: one activation module called twice."""
+    net = draw(small_networks(batchnorm=False))
+    first, act, last = net
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        middle = torch.nn.Linear(first.out_features, first.out_features).double()
+    shared = type(net)(first, act, middle, act, last)
+    shared.in_features = net.in_features
+    return shared
+
+
+def keep_holds_the_gradient_at_the_modules_output(net, data) -> None:
+    """s20 howtoB B3, get-gradients-of-intermediate-tensors.md: the module hook recipe
+    (`keep` overwrites caught["grad_output"]) holds what a tensor hook on the module's
+    output receives, with no word on a module called more than once per forward."""
+    batch = data.draw(batches(features=net.in_features))
+    activation = net[-2]
+    caught, output = {}, {}
+    handles = [activation.register_full_backward_hook(
+                   lambda m, grad_input, grad_output: caught.__setitem__("grad_output", grad_output[0])),
+               activation.register_forward_hook(lambda m, inputs, out: output.__setitem__("out", out))]
+    result = net(batch)
+    at_output = []
+    output["out"].register_hook(at_output.append)   # the module's output as the forward ends
+    result.pow(2).sum().backward()
+    for handle in handles:
+        handle.remove()
+    check_close(caught["grad_output"], at_output[0], f"{net}: keep = the tensor hook's gradient")
+
+
+def test_s20_howtob_b3_keep_holds_the_first_calls_gradient_on_a_shared_activation(real_claims):
+    networks = labelled(small_networks() | shared_activation_networks(),
+                        "a two-layer MLP, or one whose activation module runs twice")
+    replay(real_claims, "how-to/get-gradients-of-intermediate-tensors",
+           "`grad_output[0]` is what a tensor hook on the module's output would receive",
+           keep_holds_the_gradient_at_the_modules_output, networks, st.data(),
+           fails_on="Tanh · Linear", because="keep = the tensor hook's gradient")
