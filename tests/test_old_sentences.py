@@ -4310,16 +4310,9 @@ def test_s20_howtoa_b1_bare_weights_are_silent_on_a_last_dimension_of_1(real_cla
 
 # -- s20 fresh reading of how-to pages, part B: B1, B3 ---------------------------------------
 
-class FloatRecipeMatMul(torch.autograd.Function):
-    """The MatMul recipe before s20 B1: `.float()` on grad_output and each saved input."""
-
-    @staticmethod
-    def forward(x, w):
-        return x @ w
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(*inputs)
+class FloatRecipeMatMul(TransposedMatMul):
+    """The MatMul recipe before s20 B1: `.float()` on grad_output and each saved input
+    (its forward and saved inputs are F6's)."""
 
     @staticmethod
     def backward(ctx, grad_output):
