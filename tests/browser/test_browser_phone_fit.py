@@ -253,9 +253,12 @@ def test_the_page_actions_are_labelled_targets_above_the_title(page, traffic):
 # stretched the tasks' CPU time too (33 ms became 156 ms), while a task's CPU
 # time unthrottled is its own work: 87 to 219 ms of blocking for these pages
 # at load averages of 18 to 24. Lighthouse's simulated throttling scales
-# task times the same way. One load each: noise only adds CPU time, far from
-# the margin. An upper bound: every task from the navigation to a second after
-# load counts, not only those after the first paint.
+# task times the same way. The least of three loads each: noise only adds CPU
+# time, and one load was no longer far from the margin (differentiation-apis read
+# 610 to 946 ms in single loads at the end of stop 47, 188 ms earlier that stop;
+# 335 and 491 ms as the least of three; issue 40 keeps the single load open).
+# An upper bound: every task from the navigation to a second after load counts,
+# not only those after the first paint.
 PHONE_SLOWDOWN = 4
 TRACE_CATEGORIES = ["devtools.timeline", "disabled-by-default-devtools.timeline"]
 
@@ -278,11 +281,14 @@ def test_long_pages_do_not_block_a_phone(context, traffic):
     page.goto("index.html", wait_until="load")  # the browser's own first-load costs
     blocking = {}
     for path in LONGEST:
-        context.browser.start_tracing(page=page, categories=TRACE_CATEGORIES)
-        page.goto(path, wait_until="load")
-        page.wait_for_timeout(1000)
-        tasks = main_thread_task_ms(context.browser.stop_tracing())
-        blocking[path] = sum(max(0.0, PHONE_SLOWDOWN * ms - 50) for ms in tasks)
+        loads = []
+        for _ in range(3):  # the least of three loads: another process's work only adds
+            context.browser.start_tracing(page=page, categories=TRACE_CATEGORIES)
+            page.goto(path, wait_until="load")
+            page.wait_for_timeout(1000)
+            tasks = main_thread_task_ms(context.browser.stop_tracing())
+            loads.append(sum(max(0.0, PHONE_SLOWDOWN * ms - 50) for ms in tasks))
+        blocking[path] = min(loads)
     print(f"total blocking time, main-thread CPU time x {PHONE_SLOWDOWN}:",
           {path: f"{ms:.0f} ms" for path, ms in blocking.items()})
     assert max(blocking.values()) < 600, f"total blocking time over 600 ms: {blocking}"
