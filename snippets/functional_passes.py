@@ -6,7 +6,8 @@ has no graph); counting those calls counts the passes. ``jvp`` runs two (the
 double-backward trick: a first pass builds Jᵀv for a dummy v with
 ``create_graph=True``, a second differentiates it with respect to v), ``hvp``
 three (the gradient, then the trick on it) and ``vhp`` two; where the scalar is
-linear its gradient has no graph, and ``hvp`` and ``vhp`` run one each.
+linear its gradient has no graph, and ``hvp`` and ``vhp`` run one each, while
+``jvp`` of a linear map still runs two (Jᵀv depends on the dummy v).
 
 Run this file to check the counts over the maps of ``families.vector_maps``.
 """
@@ -36,18 +37,21 @@ def reverse_passes(call: Callable[[], object]) -> int:
 
 
 SCALARS = ("(fn(x) ** 2).sum()", "(w * x).sum(), linear")
+"""What hvp and vhp differentiate; with the linear scalar, jvp differentiates the
+linear map w * x, so every count of that kind is of a linear f."""
 
 
 def passes_counted(fn, scalar_kind: str = SCALARS[0]) -> tuple[int, int, int]:
     """The reverse passes of functional.jvp of ``fn``, and of functional.hvp and vhp of
-    the scalar ``(fn(x) ** 2).sum()`` or the linear ``(w * x).sum()``, at fn's point
-    along a second point."""
+    the scalar ``(fn(x) ** 2).sum()``; or, for the linear kind, of functional.jvp of
+    the linear ``w * x`` and of hvp and vhp of ``(w * x).sum()``; at fn's point along
+    a second point."""
     at, direction_u, w = fn.point(), fn.point(seed=1), fn.point(seed=2)
     if scalar_kind == SCALARS[0]:
-        scalar = lambda t: (fn(t) ** 2).sum()  # noqa: E731
+        vector, scalar = fn, lambda t: (fn(t) ** 2).sum()  # noqa: E731
     else:
-        scalar = lambda t: (w * t).sum()  # noqa: E731
-    return (reverse_passes(lambda: functional.jvp(fn, at, direction_u)),
+        vector, scalar = (lambda t: w * t), (lambda t: (w * t).sum())  # noqa: E731
+    return (reverse_passes(lambda: functional.jvp(vector, at, direction_u)),
             reverse_passes(lambda: functional.hvp(scalar, at, direction_u)),
             reverse_passes(lambda: functional.vhp(scalar, at, direction_u)))
 
@@ -57,12 +61,13 @@ def scalar_kinds():
     from families import labelled
     from hypothesis import strategies as st
 
-    return labelled(st.sampled_from(SCALARS), "scalars (fn(x) ** 2).sum() and a linear (w * x).sum()")
+    return labelled(st.sampled_from(SCALARS),
+                    "fn and the scalar (fn(x) ** 2).sum(), or a linear w * x and (w * x).sum()")
 
 
 def passes_are_as_stated(fn, scalar_kind: str = SCALARS[0]) -> None:
-    """functional.jvp runs two reverse passes, hvp three and vhp two; one each for a
-    linear scalar."""
+    """functional.jvp runs two reverse passes, for a linear f too; hvp three and vhp
+    two, or one each for a linear scalar."""
     counted = passes_counted(fn, scalar_kind)
     stated = (2, 3, 2) if scalar_kind == SCALARS[0] else (2, 1, 1)
     assert counted == stated, f"{fn}, {scalar_kind}: jvp, hvp, vhp ran {counted} reverse passes"
@@ -74,7 +79,8 @@ def main() -> None:
 
     check_property(passes_are_as_stated, vector_maps(), scalar_kinds(),
                    claim="functional.jvp runs two reverse passes, hvp three and vhp two")
-    print("✓ functional.jvp runs two reverse passes, hvp three and vhp two (one each if linear)")
+    print("✓ functional.jvp runs two reverse passes, linear or not; hvp three and vhp two "
+          "(one each if linear)")
 
 
 if __name__ == "__main__":

@@ -4382,3 +4382,22 @@ def test_s20_howtob_b3_keep_holds_the_first_calls_gradient_on_a_shared_activatio
            "`grad_output[0]` is what a tensor hook on the module's output would receive",
            keep_holds_the_gradient_at_the_modules_output, networks, st.data(),
            fails_on="Tanh · Linear", because="keep = the tensor hook's gradient")
+
+
+# -- s21 refA R1: functional.jvp's passes for a linear f ---------------------------------
+
+def jvp_hvp_and_vhp_run_one_pass_each_for_a_linear_f(fn, scalar_kind) -> None:
+    """s21 refA R1, differentiation-apis.md:2199: "`functional.jvp` runs two reverse
+    passes, `hvp` three and `vhp` two (one each for a linear $f$, [...])": the
+    parenthesis follows all three, so jvp too runs one for a linear f."""
+    counted = passes_counted(fn, scalar_kind)
+    stated = (2, 3, 2) if scalar_kind == "(fn(x) ** 2).sum()" else (1, 1, 1)
+    if counted != stated:
+        raise AssertionError(f"jvp, hvp and vhp ran {counted} reverse passes")
+
+
+def test_s21_refa_r1_functional_jvp_runs_one_pass_for_a_linear_f(real_claims):
+    replay(real_claims, "reference/differentiation-apis",
+           "`functional.jvp` runs two reverse passes,\nfor a linear $f$ too",
+           jvp_hvp_and_vhp_run_one_pass_each_for_a_linear_f, vector_maps(), scalar_kinds(),
+           fails_on="linear", because="jvp, hvp and vhp ran (2, 1, 1) reverse passes")
