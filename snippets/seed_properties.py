@@ -32,6 +32,7 @@ from families import (
     batches,
     elementwise_maps,
     exactly,
+    labelled,
     linear_maps,
     mixing_maps,
     named,
@@ -444,6 +445,36 @@ def backward_accumulates_into_the_leaves_y_depends_on_differentiably(graph) -> b
             continue
         if grad is None or not torch.allclose(grad, accumulated_by_the_chain_rule(graph, k),
                                               atol=1e-5, rtol=1e-5):
+            return False
+    return True
+
+
+NAMED_REQUIRES_GRAD = labelled(st.booleans(), "the named tensor requires grad (True) or not (False)")
+
+
+def named_not_depended_on_keeps_its_grad_unless_it_does_not_require_grad(graph, requires_grad) -> bool:
+    """Each leaf of a ``leaf_graphs_with_cut_paths`` graph that y is not computed from
+    differentiably, named alone in ``y.backward(v, inputs=[a])``: if it requires grad it
+    keeps its .grad (None, or the ones it held), with no error; a named tensor that does
+    not require grad (any leaf, made without requires_grad) makes backward raise."""
+    map_f, values, uses, weights, seed, _, prefilled = graph
+    for k, use in enumerate(uses):
+        if use == "differentiable" and requires_grad:
+            continue
+        leaves = [value.clone().requires_grad_() for value in values]
+        if not requires_grad:
+            leaves[k] = values[k].clone()
+        leaves[k].grad = torch.ones_like(leaves[k]) if prefilled else None
+        try:
+            y_from_leaves(map_f, leaves, uses, weights).backward(seed, inputs=[leaves[k]])
+        except RuntimeError:
+            if requires_grad:
+                raise
+            continue
+        if not requires_grad:
+            return False
+        kept = leaves[k].grad
+        if (kept is None) == prefilled or (prefilled and not torch.equal(kept, torch.ones_like(kept))):
             return False
     return True
 

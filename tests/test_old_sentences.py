@@ -4401,3 +4401,106 @@ def test_s21_refa_r1_functional_jvp_runs_one_pass_for_a_linear_f(real_claims):
            "`functional.jvp` runs two reverse passes,\nfor a linear $f$ too",
            jvp_hvp_and_vhp_run_one_pass_each_for_a_linear_f, vector_maps(), scalar_kinds(),
            fails_on="linear", because="jvp, hvp and vhp ran (2, 1, 1) reverse passes")
+
+
+# -- s21 refB: glossary.md and look-up-the-questions-people-ask.md R1, R3, R4 -----------
+
+def test_s21_refb_r1_glossary_a_named_tensor_that_does_not_require_grad_raises(real_claims):
+    """s21 R1: "(a named tensor that $y$ was not computed from that way keeps its
+    `.grad`, with no error)", with no word on requires_grad."""
+    replay(real_claims, "reference/glossary", "(a named tensor that requires grad but that $y$",
+           named_tensor_not_computed_from_keeps_its_grad_with_no_error, leaf_graphs_with_cut_paths(),
+           labelled(st.booleans(), "the named tensor requires grad (True) or not (False)"),
+           fails_on="False", because="RuntimeError")
+
+
+def test_s21_refb_r1_lookup_a_named_tensor_that_does_not_require_grad_raises(real_claims):
+    """s21 R1: "leaves a named one the output does not depend on as it was, with no error"."""
+    replay(real_claims, "reference/look-up-the-questions-people-ask",
+           "leaves a named one that requires grad but that the output",
+           named_tensor_not_computed_from_keeps_its_grad_with_no_error, leaf_graphs_with_cut_paths(),
+           labelled(st.booleans(), "the named tensor requires grad (True) or not (False)"),
+           fails_on="False", because="RuntimeError")
+
+
+S21_EDIT_TARGETS = ["a plain intermediate", "a leaf that requires grad", "an output of `chunk`",
+                    "an output of `split`", "an output of `unbind`", "a view made under no_grad"]
+S21_OPERATIONS = {"exp(x)": torch.exp, "x ** 2": lambda t: t ** 2, "10 * x": lambda t: 10 * t,
+                  "sin(x)": torch.sin, "sigmoid(x)": torch.sigmoid, "tanh(x)": torch.tanh,
+                  "x + 1": lambda t: t + 1, "relu(x)": torch.relu, "x / 2": lambda t: t / 2,
+                  "flip(x)": lambda t: t.flip(0)}
+
+
+def in_place_breaks_only_when_it_overwrites_a_saved_tensor(name, overwrite, kind) -> bool:
+    """s21 R3, look-up-the-questions-people-ask.md: "Only when the operation overwrites a
+    tensor that autograd saved", said of any tensor edited in place: y = op(a), then
+    a.add_(1) or y.add_(1), and backward; an error only if the tensor overwritten was saved."""
+    leaf = torch.tensor([0.5, -1.0, 2.0, 1.0, -0.5, 3.0], requires_grad=True)
+    if kind == "a leaf that requires grad":
+        a = leaf[:3].detach().requires_grad_()
+    elif kind == "a view made under no_grad":
+        made = leaf * 2
+        with torch.no_grad():
+            a = made[:3]
+    elif kind == "a plain intermediate":
+        a = leaf[:3] * 1
+    else:
+        method = kind.split("`")[1]
+        a = getattr(leaf * 1, method)(*{"unbind": (), "split": (3,), "chunk": (2,)}[method])[0]
+    y = S21_OPERATIONS[name](a)
+    saved = [getattr(y.grad_fn, attr) for attr in dir(y.grad_fn) if attr.startswith("_saved_")]
+    target = a if overwrite == "input" else y
+    was_saved = any(isinstance(t, torch.Tensor) and t.data_ptr() == target.data_ptr() for t in saved)
+    try:
+        target.add_(1)
+        y.sum().backward()
+    except RuntimeError as error:
+        return was_saved and "modified by an inplace operation" in str(error)
+    return not was_saved
+
+
+def test_s21_refb_r3_in_place_edits_refused_outright(real_claims):
+    replay(real_claims, "reference/look-up-the-questions-people-ask",
+           "For a plain (non-view) intermediate, only when the operation overwrites",
+           in_place_breaks_only_when_it_overwrites_a_saved_tensor,
+           st.sampled_from(sorted(S21_OPERATIONS)), st.sampled_from(["input", "output"]),
+           labelled(st.sampled_from(S21_EDIT_TARGETS), "the tensor edited: " + ", ".join(S21_EDIT_TARGETS)),
+           fails_on="'input'")
+
+
+def implicit_seed_is_1_whatever_the_dtype(shape, dtype) -> bool:
+    """s21 R4, glossary.md: "For an output with a single element it defaults to 1",
+    with no word on the dtype: backward() on a single-element y runs, as backward(ones)."""
+    leaf = torch.tensor([1.0, 2.0], dtype=dtype, requires_grad=True)
+    (leaf ** 2).sum().reshape(shape).backward()
+    return torch.equal(leaf.grad, 2 * leaf.detach())
+
+
+def test_s21_refb_r4_glossary_a_complex_output_has_no_implicit_seed(real_claims):
+    replay(real_claims, "reference/glossary", "For a real output with a single element it defaults to 1",
+           implicit_seed_is_1_whatever_the_dtype,
+           labelled(st.sampled_from([(), (1,), (1, 1)]), "single-element output shapes (), (1,), (1, 1)"),
+           labelled(st.sampled_from([torch.float32, torch.float64, torch.complex64]),
+                    "dtypes of x and y: float32, float64, complex64"),
+           fails_on="torch.complex64", because="only for real scalar outputs")
+
+
+def implicit_seed_for_every_single_element_output(shape, dtype) -> bool:
+    """s21 R4, look-up-the-questions-people-ask.md: "Only an output with a single element
+    gets the implicit seed 1", read as: every single-element output gets it."""
+    leaf = torch.ones(shape, dtype=dtype, requires_grad=True)
+    try:
+        (2 * leaf).backward()
+    except RuntimeError:
+        return leaf.numel() != 1
+    return leaf.numel() == 1
+
+
+def test_s21_refb_r4_lookup_a_complex_output_has_no_implicit_seed(real_claims):
+    replay(real_claims, "reference/look-up-the-questions-people-ask",
+           "Only a real output with\na single element gets the implicit seed 1",
+           implicit_seed_for_every_single_element_output,
+           labelled(st.lists(st.integers(0, 3), max_size=3).map(tuple),
+                    "shapes of y: 0 to 3 dimensions of 0 to 3 entries"),
+           labelled(st.sampled_from([torch.float32, torch.complex64]), "dtypes of y: float32, complex64"),
+           fails_on="torch.complex64")

@@ -16,7 +16,7 @@ import json
 import re
 
 import pytest
-from built_site import DESKTOP, PHONE, ROOT, SITE, inject_axe, next_frame
+from built_site import DESKTOP, PHONE, ROOT, SITE, inject_axe, next_frame, render_every_section
 from playwright.sync_api import expect
 from test_browser_pages import accessibility_problems
 from test_browser_phone_fit import past_the_edge
@@ -116,6 +116,7 @@ def detail_problems(page, claims: list[dict]) -> list[str]:
         # get the click and the detail would stay shut. (force: no waiting for
         # the marker to hold still over two frames; nothing on the page animates.)
         markers.nth(index).click(force=True)
+    render_every_section(page)  # the sections scrolled past skip rendering again
     problems = []
     for index, (expanded, shown, text, href) in enumerate(page.evaluate(DETAILS)):
         if expanded != "true" or not shown:
