@@ -110,13 +110,15 @@ def said_by(claim: dict) -> list[str]:
 def detail_problems(page, claims: list[dict]) -> list[str]:
     """Open every marker's detail, as a reader clicks it; each must say its check,
     where it is and the torch."""
+    # Every section laid out first: one that renders as a click scrolls to it
+    # moves the markers below it between the aim and the click.
+    render_every_section(page)
     markers = page.locator(".claim-marker")
     for index in range(markers.count()):
         # A mouse click at the marker's place: if anything covered it, that would
         # get the click and the detail would stay shut. (force: no waiting for
         # the marker to hold still over two frames; nothing on the page animates.)
         markers.nth(index).click(force=True)
-    render_every_section(page)  # the sections scrolled past skip rendering again
     problems = []
     for index, (expanded, shown, text, href) in enumerate(page.evaluate(DETAILS)):
         if expanded != "true" or not shown:
