@@ -452,12 +452,12 @@ def backward_accumulates_into_the_leaves_y_depends_on_differentiably(graph) -> b
 NAMED_REQUIRES_GRAD = labelled(st.booleans(), "the named tensor requires grad (True) or not (False)")
 
 
-def named_not_depended_on_keeps_its_grad_unless_it_does_not_require_grad(graph, requires_grad) -> bool:
-    """Each leaf of a ``leaf_graphs_with_cut_paths`` graph that y is not computed from
-    differentiably, named alone in ``y.backward(v, inputs=[a])``: if it requires grad it
-    keeps its .grad (None, or the ones it held), with no error; a named tensor that does
-    not require grad (any leaf, made without requires_grad) makes backward raise."""
-    map_f, values, uses, weights, seed, _, prefilled = graph
+def leaves_naming_one(graph, requires_grad):
+    """For each leaf of a ``leaf_graphs_with_cut_paths`` graph that y is not computed
+    from differentiably (every leaf, when ``requires_grad`` is False): ``(k, leaves)``,
+    fresh leaves requiring grad except the k-th when ``requires_grad`` is False; the
+    k-th holds ones in .grad when the graph says prefilled, else None."""
+    _, values, uses, _, _, _, prefilled = graph
     for k, use in enumerate(uses):
         if use == "differentiable" and requires_grad:
             continue
@@ -465,6 +465,16 @@ def named_not_depended_on_keeps_its_grad_unless_it_does_not_require_grad(graph, 
         if not requires_grad:
             leaves[k] = values[k].clone()
         leaves[k].grad = torch.ones_like(leaves[k]) if prefilled else None
+        yield k, leaves
+
+
+def named_not_depended_on_keeps_its_grad_unless_it_does_not_require_grad(graph, requires_grad) -> bool:
+    """Each leaf ``leaves_naming_one`` gives, named alone in ``y.backward(v, inputs=[a])``:
+    if it requires grad it keeps its .grad (None, or the ones it held), with no error; a
+    named tensor that does not require grad (any leaf, made without requires_grad)
+    makes backward raise."""
+    map_f, _, uses, weights, seed, _, prefilled = graph
+    for k, leaves in leaves_naming_one(graph, requires_grad):
         try:
             y_from_leaves(map_f, leaves, uses, weights).backward(seed, inputs=[leaves[k]])
         except RuntimeError:

@@ -58,6 +58,7 @@ from second_backward import (  # noqa: E402
     survives_a_second_pass,
 )
 from seed_properties import (  # noqa: E402
+    NAMED_REQUIRES_GRAD,
     THREE_SEEDS,
     TOL,
     accumulated_by_the_chain_rule,
@@ -3590,17 +3591,12 @@ def named_tensor_not_computed_from_keeps_its_grad_with_no_error(graph, requires_
     none), with no error", with no word on requires_grad. y is not computed
     differentiably from a tensor that does not require grad either, and naming one
     raises ("can't retain_grad on Tensor that has requires_grad=False")."""
-    from seed_properties import y_from_leaves
+    from seed_properties import leaves_naming_one, y_from_leaves
 
-    map_f, values, uses, weights, seed, _, _ = graph
-    for k, use in enumerate(uses):
-        if use == "differentiable" and requires_grad:
-            continue
-        leaves = [value.clone().requires_grad_() for value in values]
-        if not requires_grad:
-            leaves[k] = values[k].clone()
+    map_f, _, uses, weights, seed, _, prefilled = graph
+    for k, leaves in leaves_naming_one(graph, requires_grad):
         y_from_leaves(map_f, leaves, uses, weights).backward(seed, inputs=[leaves[k]])
-        if leaves[k].grad is not None:
+        if (leaves[k].grad is None) == prefilled:
             return False
     return True
 
@@ -3609,7 +3605,7 @@ def test_s9_r1_a_named_tensor_that_does_not_require_grad_raises(real_claims):
     replay(real_claims, "reference/differentiation-apis",
            "A tensor named in `inputs=` that requires grad but that",
            named_tensor_not_computed_from_keeps_its_grad_with_no_error, leaf_graphs_with_cut_paths(),
-           labelled(st.booleans(), "the named tensor requires grad (True) or not (False)"),
+           NAMED_REQUIRES_GRAD,
            fails_on="False", because="can't retain_grad on Tensor that has requires_grad=False")
 
 
@@ -4410,7 +4406,7 @@ def test_s21_refb_r1_glossary_a_named_tensor_that_does_not_require_grad_raises(r
     `.grad`, with no error)", with no word on requires_grad."""
     replay(real_claims, "reference/glossary", "(a named tensor that requires grad but that $y$",
            named_tensor_not_computed_from_keeps_its_grad_with_no_error, leaf_graphs_with_cut_paths(),
-           labelled(st.booleans(), "the named tensor requires grad (True) or not (False)"),
+           NAMED_REQUIRES_GRAD,
            fails_on="False", because="RuntimeError")
 
 
@@ -4419,7 +4415,7 @@ def test_s21_refb_r1_lookup_a_named_tensor_that_does_not_require_grad_raises(rea
     replay(real_claims, "reference/look-up-the-questions-people-ask",
            "leaves a named one that requires grad but that the output",
            named_tensor_not_computed_from_keeps_its_grad_with_no_error, leaf_graphs_with_cut_paths(),
-           labelled(st.booleans(), "the named tensor requires grad (True) or not (False)"),
+           NAMED_REQUIRES_GRAD,
            fails_on="False", because="RuntimeError")
 
 
