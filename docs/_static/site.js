@@ -52,6 +52,25 @@
   else start();
 })();
 
+// A link into a long page lands on its section. site.css leaves the sections
+// below the screen unrendered until they come near it; the one above a linked
+// section comes near only after the browser has scrolled to the link, and then
+// grew past its placeholder and pushed the section down (314 px, on a desktop),
+// with the browser's scroll anchoring holding on to its unrendered top. Render
+// it before the page has loaded, while the browser still aims at the link.
+(function () {
+  function renderAbove() {
+    var id = decodeURIComponent(location.hash.slice(1));
+    var target = id && document.getElementById(id);
+    var section = target && target.closest("article > section > section");
+    var above = section && section.previousElementSibling;
+    while (above && above.tagName !== "SECTION") above = above.previousElementSibling;
+    if (above) above.style.contentVisibility = "visible";
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", renderAbove);
+  else renderAbove();
+})();
+
 // A table stacks on a phone (site.css): each cell is shown under its column's
 // name, copied here from the table's head. Only attributes change: nothing
 // moves on a wider screen.
