@@ -53,19 +53,20 @@
 })();
 
 // A link into a long page lands on its section. site.css leaves the sections
-// below the screen unrendered until they come near it; the one above a linked
-// section comes near only after the browser has scrolled to the link, and then
-// grew past its placeholder and pushed the section down (314 px, on a desktop),
-// with the browser's scroll anchoring holding on to its unrendered top. Render
-// it before the page has loaded, while the browser still aims at the link.
+// below the screen unrendered until they come near it; above a linked section
+// they came near (or were measured by a script) only after the browser had
+// scrolled to the link, grew past their placeholders and pushed the section
+// down (314 px to 6 screens, on a desktop), with the browser's scroll anchoring
+// holding on to an unrendered top. Render every section above the link before
+// the page has loaded, while the browser still aims at the link.
 (function () {
   function renderAbove() {
     var id = decodeURIComponent(location.hash.slice(1));
     var target = id && document.getElementById(id);
     var section = target && target.closest("article > section > section");
-    var above = section && section.previousElementSibling;
-    while (above && above.tagName !== "SECTION") above = above.previousElementSibling;
-    if (above) above.style.contentVisibility = "visible";
+    for (var above = section && section.previousElementSibling; above; above = above.previousElementSibling) {
+      if (above.tagName === "SECTION") above.style.contentVisibility = "visible";
+    }
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", renderAbove);
   else renderAbove();
