@@ -4536,3 +4536,29 @@ def test_s22_refb_r6_composite_out_calls_are_not_refused(real_claims):
            labelled(st.booleans(), "under no_grad"),
            fails_on="'torch.diag'")
 
+
+# -- s22 refB R7: a conversion that changes the memory format or copies ------------
+
+S22_CONVERSIONS = {"float64": lambda t: t.to(torch.float64), "float16": lambda t: t.to(torch.float16),
+                   "float32": lambda t: t.to(torch.float32), "meta": lambda t: t.to("meta"),
+                   "cpu": lambda t: t.to("cpu"), ".double()": lambda t: t.double(),
+                   "channels_last": lambda t: t.to(memory_format=torch.channels_last),
+                   "contiguous_format": lambda t: t.to(memory_format=torch.contiguous_format),
+                   "float32, copy=True": lambda t: t.to(torch.float32, copy=True)}
+
+
+def conversion_is_a_leaf_unless_device_or_dtype_changes(start, target) -> bool:
+    """s22 R7, look-up-the-questions-people-ask.md: a conversion is a non-leaf "when it
+    changes the device or the dtype" (when it changes nothing, the leaf itself)."""
+    leaf = torch.ones(1, 2, 2, 2, dtype=start, requires_grad=True)
+    converted = S22_CONVERSIONS[target](leaf)
+    if converted.dtype == leaf.dtype and converted.device == leaf.device:
+        return converted is leaf
+    return not converted.is_leaf
+
+
+def test_s22_refb_r7_a_memory_format_change_makes_a_non_leaf(real_claims):
+    replay(real_claims, "reference/look-up-the-questions-people-ask", "`.cuda()`, `.to(...)` or `.double()`",
+           conversion_is_a_leaf_unless_device_or_dtype_changes,
+           st.sampled_from([torch.float32, torch.float64]), st.sampled_from(sorted(S22_CONVERSIONS)),
+           fails_on="channels_last")
