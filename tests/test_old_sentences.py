@@ -4500,3 +4500,65 @@ def test_s21_refb_r4_lookup_a_complex_output_has_no_implicit_seed(real_claims):
                     "shapes of y: 0 to 3 dimensions of 0 to 3 entries"),
            labelled(st.sampled_from([torch.float32, torch.complex64]), "dtypes of y: float32, complex64"),
            fails_on="torch.complex64")
+
+
+# -- s22 refB R6: out= on composite ops --------------------------------------------
+
+S22_OUT_CALLS = {"torch.add": lambda a, o: torch.add(a, 1.0, out=o), "torch.exp": lambda a, o: torch.exp(a, out=o),
+                 "torch.mul": lambda a, o: torch.mul(a, 2.0, out=o), "torch.sin": lambda a, o: torch.sin(a, out=o),
+                 "torch.tensordot": lambda a, o: torch.tensordot(a, a, dims=1, out=o),
+                 "torch.inner": lambda a, o: torch.inner(a, a, out=o),
+                 "torch.diag": lambda a, o: torch.diag(a.expand(2, 2), out=o),
+                 "torch.softmax": lambda a, o: torch.softmax(a, 0, out=o)}
+
+
+def out_call_refused_whenever_anything_requires_grad(name, arg_requires, out_requires, under_no_grad) -> bool:
+    """s22 R6, glossary.md: "An `out=` call is refused at once, outside `no_grad`,
+    whenever an argument or the `out` tensor requires grad", of every out= call."""
+    import contextlib
+    arg = torch.tensor([0.5, -1.0]).requires_grad_(arg_requires)
+    shape = S22_OUT_CALLS[name](torch.tensor([0.5, -1.0]), None).shape
+    out = torch.ones(shape, requires_grad=True) * 2.0 if out_requires else torch.zeros(shape)
+    with torch.no_grad() if under_no_grad else contextlib.nullcontext():
+        try:
+            S22_OUT_CALLS[name](arg, out)
+        except RuntimeError as error:
+            return ("out=... arguments don't support automatic differentiation" in str(error)
+                    and not under_no_grad and (arg_requires or out_requires))
+    return under_no_grad or not (arg_requires or out_requires)
+
+
+def test_s22_refb_r6_composite_out_calls_are_not_refused(real_claims):
+    replay(real_claims, "reference/glossary", "Most `out=` calls\nare refused at once",
+           out_call_refused_whenever_anything_requires_grad, st.sampled_from(sorted(S22_OUT_CALLS)),
+           labelled(st.booleans(), "the argument requires grad"),
+           labelled(st.booleans(), "the out tensor requires grad"),
+           labelled(st.booleans(), "under no_grad"),
+           fails_on="'torch.diag'")
+
+
+# -- s22 refB R7: a conversion that changes the memory format or copies ------------
+
+S22_CONVERSIONS = {"float64": lambda t: t.to(torch.float64), "float16": lambda t: t.to(torch.float16),
+                   "float32": lambda t: t.to(torch.float32), "meta": lambda t: t.to("meta"),
+                   "cpu": lambda t: t.to("cpu"), ".double()": lambda t: t.double(),
+                   "channels_last": lambda t: t.to(memory_format=torch.channels_last),
+                   "contiguous_format": lambda t: t.to(memory_format=torch.contiguous_format),
+                   "float32, copy=True": lambda t: t.to(torch.float32, copy=True)}
+
+
+def conversion_is_a_leaf_unless_device_or_dtype_changes(start, target) -> bool:
+    """s22 R7, look-up-the-questions-people-ask.md: a conversion is a non-leaf "when it
+    changes the device or the dtype" (when it changes nothing, the leaf itself)."""
+    leaf = torch.ones(1, 2, 2, 2, dtype=start, requires_grad=True)
+    converted = S22_CONVERSIONS[target](leaf)
+    if converted.dtype == leaf.dtype and converted.device == leaf.device:
+        return converted is leaf
+    return not converted.is_leaf
+
+
+def test_s22_refb_r7_a_memory_format_change_makes_a_non_leaf(real_claims):
+    replay(real_claims, "reference/look-up-the-questions-people-ask", "`.cuda()`, `.to(...)` or `.double()`",
+           conversion_is_a_leaf_unless_device_or_dtype_changes,
+           st.sampled_from([torch.float32, torch.float64]), st.sampled_from(sorted(S22_CONVERSIONS)),
+           fails_on="channels_last")
