@@ -4500,3 +4500,34 @@ def test_s21_refb_r4_lookup_a_complex_output_has_no_implicit_seed(real_claims):
                     "shapes of y: 0 to 3 dimensions of 0 to 3 entries"),
            labelled(st.sampled_from([torch.float32, torch.complex64]), "dtypes of y: float32, complex64"),
            fails_on="torch.complex64")
+
+
+# -- s22 howtoA A2, A3: accumulate-zero-and-reuse-gradients.md --------------------------
+
+def adam_barely_notices_a_factor_k(name, factor, steps, seed, scale) -> bool:
+    """s22 A2: "Adam and AdamW divide each step by a running size of the gradient, so a
+    factor $K$ barely changes their steps", with no word on eps: the page's run_steps
+    (goal and start from the seed, loss scaled) with grad x K moves like grad x 1."""
+    def run(gradient_factor):
+        generator = torch.Generator().manual_seed(seed)
+        weight = torch.nn.Parameter(torch.randn(3, dtype=torch.float64, generator=generator))
+        goal = torch.randn(3, dtype=torch.float64, generator=generator)
+        optimizer = getattr(torch.optim, name)([weight], lr=0.01)
+        for _step in range(steps):
+            optimizer.zero_grad()
+            (gradient_factor * scale * ((weight - goal) ** 2).sum()).backward()
+            optimizer.step()
+        return weight.detach()
+    return torch.allclose(run(factor), run(1), atol=1e-4)
+
+
+def test_s22_howtoa_a2_adam_ignores_k_only_far_above_eps(real_claims):
+    replay(real_claims, "how-to/accumulate-zero-and-reuse-gradients",
+           "Adam and AdamW divide each step by a running size of the gradient",
+           adam_barely_notices_a_factor_k, st.sampled_from(["Adam", "AdamW"]),
+           labelled(st.integers(2, 8), "K from 2 to 8"),
+           labelled(st.integers(1, 4), "optimizer steps from 1 to 4"),
+           labelled(st.integers(0, 2**31 - 1), "seeds"),
+           labelled(st.sampled_from([1.0, 1e-3, 1e-8, 1e-9]),
+                    "loss scales 1, 1e-3 (gradients far above eps), 1e-8, 1e-9 (near eps)"),
+           fails_on="e-0")
