@@ -4562,3 +4562,95 @@ def test_s22_refb_r7_a_memory_format_change_makes_a_non_leaf(real_claims):
            conversion_is_a_leaf_unless_device_or_dtype_changes,
            st.sampled_from([torch.float32, torch.float64]), st.sampled_from(sorted(S22_CONVERSIONS)),
            fails_on="channels_last")
+
+
+# -- s22 howtoA A2, A3: accumulate-zero-and-reuse-gradients.md --------------------------
+
+def adam_barely_notices_a_factor_k(name, factor, steps, seed, scale) -> bool:
+    """s22 A2: "Adam and AdamW divide each step by a running size of the gradient, so a
+    factor $K$ barely changes their steps", with no word on eps: the page's run_steps
+    (goal and start from the seed, loss scaled) with grad x K moves like grad x 1."""
+    def run(gradient_factor):
+        generator = torch.Generator().manual_seed(seed)
+        weight = torch.nn.Parameter(torch.randn(3, dtype=torch.float64, generator=generator))
+        goal = torch.randn(3, dtype=torch.float64, generator=generator)
+        optimizer = getattr(torch.optim, name)([weight], lr=0.01)
+        for _step in range(steps):
+            optimizer.zero_grad()
+            (gradient_factor * scale * ((weight - goal) ** 2).sum()).backward()
+            optimizer.step()
+        return weight.detach()
+    return torch.allclose(run(factor), run(1), atol=1e-4)
+
+
+def test_s22_howtoa_a2_adam_ignores_k_only_far_above_eps(real_claims):
+    replay(real_claims, "how-to/accumulate-zero-and-reuse-gradients",
+           "Adam and AdamW divide each step by a running size of the gradient",
+           adam_barely_notices_a_factor_k, st.sampled_from(["Adam", "AdamW"]),
+           labelled(st.integers(2, 8), "K from 2 to 8"),
+           labelled(st.integers(1, 4), "optimizer steps from 1 to 4"),
+           labelled(st.integers(0, 2**31 - 1), "seeds"),
+           labelled(st.sampled_from([1.0, 1e-3, 1e-8, 1e-9]),
+                    "loss scales 1, 1e-3 (gradients far above eps), 1e-8, 1e-9 (near eps)"),
+           fails_on="e-0")
+
+
+S22_DEFAULT_OPTIMIZERS = labelled(st.sampled_from(["SGD", "Adam", "AdamW"]),
+                                  "default (for-loop/foreach) optimizers: SGD, Adam, AdamW")
+S22_AUTOCAST_DTYPES = labelled(st.sampled_from([torch.bfloat16, torch.float16]),
+                               "CPU autocast dtypes: bfloat16, float16")
+
+
+def second_backward_after_a_step_raises(name, dtype, seed) -> bool:
+    """s22 A3: "the second backward after a step of a for-loop or `foreach` optimizer
+    (the defaults) raises [...] modified by an inplace operation", with fused=True the
+    only exception named: the page's two-loss cell, forward under CPU autocast."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Tanh(), torch.nn.Linear(2, 1))
+    with torch.autocast("cpu", dtype=dtype):
+        out = net(torch.ones(4, 2))
+    out.sum().backward(retain_graph=True)
+    getattr(torch.optim, name)(net.parameters(), lr=0.1).step()
+    try:
+        (out ** 2).sum().backward()
+    except RuntimeError as error:
+        return "modified by an inplace operation" in str(error)
+    return False
+
+
+def test_s22_howtoa_a3_autocast_second_backward_does_not_raise(real_claims):
+    replay(real_claims, "how-to/accumulate-zero-and-reuse-gradients",
+           "Under `torch.autocast` nothing raises either",
+           second_backward_after_a_step_raises, S22_DEFAULT_OPTIMIZERS, S22_AUTOCAST_DTYPES,
+           labelled(st.integers(0, 2**16), "seeds of the page's two-layer net"),
+           fails_on="torch.")
+
+
+def retain_graph_loop_raises_at_step_2(dtype, name, seed) -> bool:
+    """s22 A3: "steps 0 and 1 pass, step 2 raises [...]" and the Summary's "fails once
+    the optimizer has changed a saved weight": the page's retain_graph loop, under autocast."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        cell = torch.nn.Linear(3, 3)
+    optimizer = getattr(torch.optim, name)(cell.parameters(), lr=0.1)
+    h, finished = torch.zeros(1, 3), []
+    try:
+        for step in range(5):
+            with torch.autocast("cpu", dtype=dtype):
+                h = torch.tanh(cell(h) + 1)
+            optimizer.zero_grad()
+            h.float().sum().backward(retain_graph=True)
+            optimizer.step()
+            finished.append(step)
+    except RuntimeError as error:
+        return finished == [0, 1] and "modified by an inplace operation" in str(error)
+    return False
+
+
+def test_s22_howtoa_a3_autocast_retain_graph_loop_runs_on(real_claims):
+    replay(real_claims, "how-to/accumulate-zero-and-reuse-gradients",
+           "(under `torch.autocast` the loop runs on, stale)",
+           retain_graph_loop_raises_at_step_2, S22_AUTOCAST_DTYPES, S22_DEFAULT_OPTIMIZERS,
+           labelled(st.integers(0, 2**16), "seeds of the page's cell"),
+           fails_on="torch.")
