@@ -3875,7 +3875,7 @@ def jvp_fn_is_the_same_every_call(seed) -> bool:
 
 
 def test_s10_b2_jvp_fn_draws_a_new_mask_each_call(real_claims):
-    replay(real_claims, "how-to/pass-options-to-torch-func-transforms", "but they replay its random operations",
+    replay(real_claims, "how-to/pass-options-to-torch-func-transforms", "Calls also replay $f$'s random operations",
            jvp_fn_is_the_same_every_call, labelled(st.integers(0, 10**6), "seeds of a Linear-Dropout-Linear net"),
            fails_on="")
 
@@ -4654,3 +4654,37 @@ def test_s22_howtoa_a3_autocast_retain_graph_loop_runs_on(real_claims):
            retain_graph_loop_raises_at_step_2, S22_AUTOCAST_DTYPES, S22_DEFAULT_OPTIMIZERS,
            labelled(st.integers(0, 2**16), "seeds of the page's cell"),
            fails_on="torch.")
+
+
+# -- s22 howtoB B1: linearize reads x and the weights at jvp_fn's first call ----------
+
+S22_MOVED = labelled(st.sampled_from(["x", "weights", "both"]), "x, the weights or both changed in place")
+
+
+def jvp_fn_gives_J_at_the_linearized_point(net, moved) -> bool:
+    """s22 B1, pass-options-to-torch-func-transforms: "`jvp_fn` ... computes $J u$ ...
+    Calls of `jvp_fn` never run $f$ again", read as: `jvp_fn(u)` is $J u$ at the x and
+    weights `linearize` saw, even if x or the weights change in place (an SGD step)
+    before its first call. It is J at the new point: the first call evaluates f's ops."""
+    import copy
+    import warnings
+
+    gen = torch.Generator().manual_seed(0)
+    at = torch.randn(3, net.in_features, dtype=torch.double, generator=gen)
+    tangent = torch.randn(at.shape, dtype=torch.double, generator=gen)
+    before, x0 = copy.deepcopy(net), at.clone()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        _value, jvp_fn = torch.func.linearize(net, at)
+    if moved in ("x", "both"):
+        at.add_(0.5)
+    if moved in ("weights", "both"):
+        net(at).pow(2).sum().backward()
+        torch.optim.SGD(net.parameters(), lr=0.1).step()
+    return torch.allclose(jvp_fn(tangent), torch.func.jvp(before, (x0,), (tangent,))[1], atol=1e-9)
+
+
+def test_s22_b1_jvp_fn_reads_x_and_the_weights_at_its_first_call(real_claims):
+    replay(real_claims, "how-to/pass-options-to-torch-func-transforms",
+           "but the first call evaluates $f$'s operations on $x$", jvp_fn_gives_J_at_the_linearized_point,
+           small_networks(batchnorm=False), S22_MOVED, fails_on="'x'")
