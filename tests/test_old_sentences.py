@@ -4621,7 +4621,7 @@ def second_backward_after_a_step_raises(name, dtype, seed) -> bool:
 
 def test_s22_howtoa_a3_autocast_second_backward_does_not_raise(real_claims):
     replay(real_claims, "how-to/accumulate-zero-and-reuse-gradients",
-           "Under `torch.autocast` nothing raises either",
+           "Under `torch.autocast`, a weight autocast casts (a `Linear`'s)",
            second_backward_after_a_step_raises, S22_DEFAULT_OPTIMIZERS, S22_AUTOCAST_DTYPES,
            labelled(st.integers(0, 2**16), "seeds of the page's two-layer net"),
            fails_on="torch.")
@@ -4650,7 +4650,7 @@ def retain_graph_loop_raises_at_step_2(dtype, name, seed) -> bool:
 
 def test_s22_howtoa_a3_autocast_retain_graph_loop_runs_on(real_claims):
     replay(real_claims, "how-to/accumulate-zero-and-reuse-gradients",
-           "(under `torch.autocast` the loop runs on, stale)",
+           "(under `torch.autocast` a cell of `Linear` weights runs on, stale)",
            retain_graph_loop_raises_at_step_2, S22_AUTOCAST_DTYPES, S22_DEFAULT_OPTIMIZERS,
            labelled(st.integers(0, 2**16), "seeds of the page's cell"),
            fails_on="torch.")
