@@ -17,6 +17,7 @@ checks that every member is what its family says.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -53,13 +54,33 @@ def _leaf(seed: int, *shape: int) -> torch.Tensor:
     return _vector(seed, *shape).requires_grad_(True)
 
 
-@named("inputs with several features (x, t)")
+FEATURE_NAMES = {1: "one feature x", 2: "two features (x, t)", 3: "three features (x, y, t)"}
+
+
+def _feature_words(features: st.SearchStrategy[int] = FEATURE_COUNTS) -> str:
+    """The family's name for the feature counts ``features`` draws (``st.just(n)``
+    or ``st.integers(a, b)``, read off its repr): a one-feature family is not
+    called "several features"."""
+    shown = repr(features)
+    if just := re.fullmatch(r"just\((\d+)\)", shown):
+        counts = [int(just[1])]
+    elif span := re.fullmatch(r"integers\(min_value=(\d+), max_value=(\d+)\)", shown):
+        counts = list(range(int(span[1]), int(span[2]) + 1))
+    else:
+        return f"tanh MLPs on inputs (4, F), F drawn from {shown}"
+    words = [FEATURE_NAMES.get(count, f"{count} features") for count in counts]
+    listed = words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+    return f"tanh MLPs on inputs with {listed}"
+
+
+@named(_feature_words)
 @st.composite
 def multi_feature_inputs(draw, features: st.SearchStrategy[int] = FEATURE_COUNTS
                          ) -> Setting:
-    """A smooth MLP u = net(x, t, ...) on a batch (N, F): one output per sample."""
+    """A smooth MLP u = net(x, t, ...) on a batch (N, F): one output per sample.
+    Named with its seed: draws with other seeds are other networks and inputs."""
     count, seed = draw(features), draw(SEEDS)
-    return Setting(f"tanh MLP on (4, {count}) inputs", _mlp(count, seed=seed),
+    return Setting(f"tanh MLP on (4, {count}) inputs, seed {seed}", _mlp(count, seed=seed),
                    _leaf(seed, 4, count), "features")
 
 

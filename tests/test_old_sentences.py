@@ -4688,3 +4688,24 @@ def test_s22_b1_jvp_fn_reads_x_and_the_weights_at_its_first_call(real_claims):
     replay(real_claims, "how-to/pass-options-to-torch-func-transforms",
            "but the first call evaluates $f$'s operations on $x$", jvp_fn_gives_J_at_the_linearized_point,
            small_networks(batchnorm=False), S22_MOVED, fails_on="'x'")
+
+
+# -- s25 reveal #27: a family's label and member count say what the check ran over ----
+
+def test_s25_one_feature_family_is_labelled_and_counted_as_drawn(real_claims):
+    """#27, differentiate-a-network-output-with-respect-to-its-input: the check of
+    "The samples do not interact ..." draws one-feature nets only, yet its reveal read
+    "Checked over 1 member of inputs with several features (x, t)": the family was
+    labelled for several features, and its six draws (six seeds, six networks) printed
+    one name. The label must name one feature, and every draw count as a member."""
+    page = "how-to/differentiate-a-network-output-with-respect-to-its-input"
+    [record] = [r for r in real_claims[page] if r["check"] == "check_property"
+                and r["quote"].startswith("The samples do not interact")]
+    assert record["families"] == ["tanh MLPs on inputs with one feature x"], record["families"]
+    assert record["members"] == record["examples"] == 6, (record["members"], record["drawn"])
+    from families import members
+    from reader_settings import multi_feature_inputs
+
+    drawn = members(multi_feature_inputs(features=st.just(1)), 6)
+    networks = {tuple(m.model[0].weight.detach().flatten().tolist()) for m in drawn}
+    assert len({repr(m) for m in drawn}) == len(networks) == 6, drawn
