@@ -4509,7 +4509,9 @@ S22_OUT_CALLS = {"torch.add": lambda a, o: torch.add(a, 1.0, out=o), "torch.exp"
                  "torch.tensordot": lambda a, o: torch.tensordot(a, a, dims=1, out=o),
                  "torch.inner": lambda a, o: torch.inner(a, a, out=o),
                  "torch.diag": lambda a, o: torch.diag(a.expand(2, 2), out=o),
-                 "torch.softmax": lambda a, o: torch.softmax(a, 0, out=o)}
+                 "torch.softmax": lambda a, o: torch.softmax(a, 0, out=o),
+                 "torch.linalg.norm": lambda a, o: torch.linalg.norm(a, out=o),
+                 "torch.log_softmax": lambda a, o: torch.log_softmax(a, 0, out=o)}
 
 
 def out_call_refused_whenever_anything_requires_grad(name, arg_requires, out_requires, under_no_grad) -> bool:
@@ -4688,3 +4690,36 @@ def test_s22_b1_jvp_fn_reads_x_and_the_weights_at_its_first_call(real_claims):
     replay(real_claims, "how-to/pass-options-to-torch-func-transforms",
            "but the first call evaluates $f$'s operations on $x$", jvp_fn_gives_J_at_the_linearized_point,
            small_networks(batchnorm=False), S22_MOVED, fails_on="'x'")
+
+
+
+# -- s23 refB B1: the out= exceptions read as a complete list ---------------------------
+
+S23_OLD_EXCEPTIONS = ("torch.tensordot", "torch.inner", "torch.diag", "torch.softmax")
+
+
+def out_call_refused_unless_one_of_the_four_named(name, arg_requires, out_requires, under_no_grad) -> bool:
+    """s23 refB B1, glossary.md (in-place operation), before s25: "a few composite
+    ones are not: `tensordot` and `inner` record a copy ..., and `diag` and `softmax`
+    ... raise only at `backward`", read as the complete list: any other out= call is
+    refused at once outside no_grad when anything requires grad. `linalg.norm` and
+    `log_softmax` are not."""
+    arg = torch.tensor([0.5, -1.0]).requires_grad_(arg_requires)
+    shape = S22_OUT_CALLS[name](torch.tensor([0.5, -1.0]), None).shape
+    out = torch.ones(shape, requires_grad=True) * 2.0 if out_requires else torch.zeros(shape)
+    if under_no_grad or not (arg_requires or out_requires) or name in S23_OLD_EXCEPTIONS:
+        return True
+    try:
+        S22_OUT_CALLS[name](arg, out)
+    except RuntimeError as error:
+        return "out=... arguments don't support automatic differentiation" in str(error)
+    return False
+
+
+def test_s23_refb_b1_out_exceptions_are_not_only_the_four_named(real_claims):
+    replay(real_claims, "reference/glossary", "Most `out=` calls\nare refused at once",
+           out_call_refused_unless_one_of_the_four_named, st.sampled_from(sorted(S22_OUT_CALLS)),
+           labelled(st.booleans(), "the argument requires grad"),
+           labelled(st.booleans(), "the out tensor requires grad"),
+           labelled(st.booleans(), "under no_grad"),
+           fails_on="'torch.l")
