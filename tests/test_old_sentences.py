@@ -4723,3 +4723,33 @@ def test_s23_refb_b1_out_exceptions_are_not_only_the_four_named(real_claims):
            labelled(st.booleans(), "the out tensor requires grad"),
            labelled(st.booleans(), "under no_grad"),
            fails_on="'torch.l")
+
+
+# -- s23 refB B4: an in-place edit under no_grad keeps grad_fn and the flag --------------
+
+S23_NO_GRAD_EDITS = {"mul_": lambda t: t.mul_(2.0), "zero_": lambda t: t.zero_(),
+                     "[0] = 5": lambda t: t.__setitem__(0, 5.0), "+= 1": lambda t: t.__iadd__(1.0),
+                     "relu(inplace=True)": lambda t: torch.nn.functional.relu(t, inplace=True),
+                     "mul(ones, 3, out=)": lambda t: torch.mul(torch.ones_like(t), 3.0, out=t)}
+S23_NO_GRAD_EDITED = {"the leaf x": lambda t: t, "x * 2": lambda t: t * 2, "sin(x)": torch.sin,
+                      "(x * 2)[1:]": lambda t: (t * 2)[1:], "x[1:]": lambda t: t[1:],
+                      "(x * 2).view(3, 1)": lambda t: (t * 2).view(3, 1), "exp(x) (saved)": torch.exp}
+
+
+def results_under_no_grad_have_no_grad_fn(edit, edited, dtype) -> bool:
+    """s23 refB B4, glossary.md (no_grad), before s25: "results have no grad_fn and do
+    not require grad", of the result of an in-place edit too (a leaf aside: the entry
+    lets it be updated in place). The edited tensor is returned, and keeps both."""
+    x = torch.tensor([0.5, -1.0, 2.0], dtype=dtype, requires_grad=True)
+    tensor = S23_NO_GRAD_EDITED[edited](x)
+    with torch.no_grad():
+        result = S23_NO_GRAD_EDITS[edit](tensor)
+    result = tensor if result is None else result
+    return result is x or (result.grad_fn is None and not result.requires_grad)
+
+
+def test_s23_refb_b4_an_in_place_edit_under_no_grad_keeps_its_grad_fn(real_claims):
+    replay(real_claims, "reference/glossary", "an in-place edit there is not recorded either",
+           results_under_no_grad_have_no_grad_fn, st.sampled_from(sorted(S23_NO_GRAD_EDITS)),
+           st.sampled_from(sorted(S23_NO_GRAD_EDITED)), st.sampled_from([torch.float32, torch.float64]),
+           fails_on="'(x * 2).view(3, 1)'")
