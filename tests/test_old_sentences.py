@@ -4509,7 +4509,9 @@ S22_OUT_CALLS = {"torch.add": lambda a, o: torch.add(a, 1.0, out=o), "torch.exp"
                  "torch.tensordot": lambda a, o: torch.tensordot(a, a, dims=1, out=o),
                  "torch.inner": lambda a, o: torch.inner(a, a, out=o),
                  "torch.diag": lambda a, o: torch.diag(a.expand(2, 2), out=o),
-                 "torch.softmax": lambda a, o: torch.softmax(a, 0, out=o)}
+                 "torch.softmax": lambda a, o: torch.softmax(a, 0, out=o),
+                 "torch.linalg.norm": lambda a, o: torch.linalg.norm(a, out=o),
+                 "torch.log_softmax": lambda a, o: torch.log_softmax(a, 0, out=o)}
 
 
 def out_call_refused_whenever_anything_requires_grad(name, arg_requires, out_requires, under_no_grad) -> bool:
@@ -4709,3 +4711,66 @@ def test_s25_one_feature_family_is_labelled_and_counted_as_drawn(real_claims):
     drawn = members(multi_feature_inputs(features=st.just(1)), 6)
     networks = {tuple(m.model[0].weight.detach().flatten().tolist()) for m in drawn}
     assert len({repr(m) for m in drawn}) == len(networks) == 6, drawn
+
+
+
+# -- s23 refB B1: the out= exceptions read as a complete list ---------------------------
+
+S23_OLD_EXCEPTIONS = ("torch.tensordot", "torch.inner", "torch.diag", "torch.softmax")
+
+
+def out_call_refused_unless_one_of_the_four_named(name, arg_requires, out_requires, under_no_grad) -> bool:
+    """s23 refB B1, glossary.md (in-place operation), before s25: "a few composite
+    ones are not: `tensordot` and `inner` record a copy ..., and `diag` and `softmax`
+    ... raise only at `backward`", read as the complete list: any other out= call is
+    refused at once outside no_grad when anything requires grad. `linalg.norm` and
+    `log_softmax` are not."""
+    arg = torch.tensor([0.5, -1.0]).requires_grad_(arg_requires)
+    shape = S22_OUT_CALLS[name](torch.tensor([0.5, -1.0]), None).shape
+    out = torch.ones(shape, requires_grad=True) * 2.0 if out_requires else torch.zeros(shape)
+    if under_no_grad or not (arg_requires or out_requires) or name in S23_OLD_EXCEPTIONS:
+        return True
+    try:
+        S22_OUT_CALLS[name](arg, out)
+    except RuntimeError as error:
+        return "out=... arguments don't support automatic differentiation" in str(error)
+    return False
+
+
+def test_s23_refb_b1_out_exceptions_are_not_only_the_four_named(real_claims):
+    replay(real_claims, "reference/glossary", "Most `out=` calls\nare refused at once",
+           out_call_refused_unless_one_of_the_four_named, st.sampled_from(sorted(S22_OUT_CALLS)),
+           labelled(st.booleans(), "the argument requires grad"),
+           labelled(st.booleans(), "the out tensor requires grad"),
+           labelled(st.booleans(), "under no_grad"),
+           fails_on="'torch.l")
+
+
+# -- s23 refB B4: an in-place edit under no_grad keeps grad_fn and the flag --------------
+
+S23_NO_GRAD_EDITS = {"mul_": lambda t: t.mul_(2.0), "zero_": lambda t: t.zero_(),
+                     "[0] = 5": lambda t: t.__setitem__(0, 5.0), "+= 1": lambda t: t.__iadd__(1.0),
+                     "relu(inplace=True)": lambda t: torch.nn.functional.relu(t, inplace=True),
+                     "mul(ones, 3, out=)": lambda t: torch.mul(torch.ones_like(t), 3.0, out=t)}
+S23_NO_GRAD_EDITED = {"the leaf x": lambda t: t, "x * 2": lambda t: t * 2, "sin(x)": torch.sin,
+                      "(x * 2)[1:]": lambda t: (t * 2)[1:], "x[1:]": lambda t: t[1:],
+                      "(x * 2).view(3, 1)": lambda t: (t * 2).view(3, 1), "exp(x) (saved)": torch.exp}
+
+
+def results_under_no_grad_have_no_grad_fn(edit, edited, dtype) -> bool:
+    """s23 refB B4, glossary.md (no_grad), before s25: "results have no grad_fn and do
+    not require grad", of the result of an in-place edit too (a leaf aside: the entry
+    lets it be updated in place). The edited tensor is returned, and keeps both."""
+    x = torch.tensor([0.5, -1.0, 2.0], dtype=dtype, requires_grad=True)
+    tensor = S23_NO_GRAD_EDITED[edited](x)
+    with torch.no_grad():
+        result = S23_NO_GRAD_EDITS[edit](tensor)
+    result = tensor if result is None else result
+    return result is x or (result.grad_fn is None and not result.requires_grad)
+
+
+def test_s23_refb_b4_an_in_place_edit_under_no_grad_keeps_its_grad_fn(real_claims):
+    replay(real_claims, "reference/glossary", "an in-place edit there is not recorded either",
+           results_under_no_grad_have_no_grad_fn, st.sampled_from(sorted(S23_NO_GRAD_EDITS)),
+           st.sampled_from(sorted(S23_NO_GRAD_EDITED)), st.sampled_from([torch.float32, torch.float64]),
+           fails_on="'(x * 2).view(3, 1)'")
