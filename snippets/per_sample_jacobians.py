@@ -169,27 +169,32 @@ BATCH_DIMENSION_LAYERS = ("Flatten", "Softmax(dim=1)", "BatchNorm1d", "BatchNorm
 # operation with no vmap batching rule (RNN, GRU, LSTM in float64: an in-place
 # broadcast) or no forward-mode formula (LSTM's mkldnn kernel in float32, the
 # scaled-dot-product attention of TransformerEncoderLayer), on torch 2.13, CPU.
-SEQUENCE_LAYERS = ("RNN", "GRU", "LSTM", "TransformerEncoderLayer", "MultiheadAttention")
+# MultiheadAttention is called with the default need_weights=True, and once with
+# need_weights=False, which takes the scaled-dot-product path (no forward-mode formula).
+SEQUENCE_LAYERS = ("RNN", "GRU", "LSTM", "TransformerEncoderLayer", "MultiheadAttention",
+                   "MultiheadAttention, need_weights=False")
 
 
 def still_raises(kind, dtype, jac):
-    """The page's list: under jacfwd RNN, GRU, LSTM and TransformerEncoderLayer raise;
-    under jacrev RNN, GRU and a float64 LSTM."""
+    """The page's list: under jacfwd RNN, GRU, LSTM, TransformerEncoderLayer and a
+    MultiheadAttention called with need_weights=False raise; under jacrev RNN, GRU and
+    a float64 LSTM."""
     if jac is torch.func.jacfwd:
-        return kind in ("RNN", "GRU", "LSTM", "TransformerEncoderLayer")
+        return kind in ("RNN", "GRU", "LSTM", "TransformerEncoderLayer",
+                        "MultiheadAttention, need_weights=False")
     return kind in ("RNN", "GRU") or (kind == "LSTM" and dtype == torch.float64)
 
 
 class LastStep(torch.nn.Module):
     """A sequence layer, then a Linear on its last step (batched or not)."""
 
-    def __init__(self, layer, head):
+    def __init__(self, layer, head, need_weights=True):
         super().__init__()
-        self.layer, self.head = layer, head
+        self.layer, self.head, self.need_weights = layer, head, need_weights
 
     def forward(self, x):
         if isinstance(self.layer, torch.nn.MultiheadAttention):
-            out = self.layer(x, x, x)[0]
+            out = self.layer(x, x, x, need_weights=self.need_weights)[0]
         else:
             out = self.layer(x)
             out = out[0] if isinstance(out, tuple) else out
@@ -200,7 +205,7 @@ def _sequence_layer(kind):
     nn = torch.nn
     if kind == "TransformerEncoderLayer":
         return nn.TransformerEncoderLayer(4, 2, 8, batch_first=True)
-    if kind == "MultiheadAttention":
+    if kind.startswith("MultiheadAttention"):
         return nn.MultiheadAttention(4, 2, batch_first=True)
     return getattr(nn, kind)(4, 4, batch_first=True)
 
@@ -266,20 +271,22 @@ class SequenceModels(tuple):
 
     def __repr__(self):
         kind, model, batch = self[0]
-        return (f"RNN, GRU, LSTM, TransformerEncoderLayer, MultiheadAttention on "
+        return (f"RNN, GRU, LSTM, TransformerEncoderLayer, MultiheadAttention (need_weights True, False) on "
                 f"{len(batch)} sequences of {batch.shape[1]} steps")
 
 
 def sequence_models():
     """Strategy of ``SequenceModels``: every one of the RNN, GRU, LSTM,
-    TransformerEncoderLayer and MultiheadAttention (4 features, hidden 4, 2 heads),
-    then a Linear on the last step, in eval mode and float64 (the check runs each in
-    float32 too), on one drawn batch of 2 to 4 sequences of 3 to 5 steps. Each
-    member holds all five: a draw of one kind at a time left some out."""
+    TransformerEncoderLayer and MultiheadAttention (4 features, hidden 4, 2 heads; the
+    attention called with need_weights=True and with False), then a Linear on the last
+    step, in eval mode and float64 (the check runs each in float32 too), on one drawn
+    batch of 2 to 4 sequences of 3 to 5 steps. Each member holds all six: a draw of
+    one kind at a time left some out."""
     from families import SEEDS, named
     from hypothesis import strategies as st
 
-    @named("eval-mode RNN, GRU, LSTM, TransformerEncoderLayer and MultiheadAttention, "
+    @named("eval-mode RNN, GRU, LSTM, TransformerEncoderLayer and MultiheadAttention (need_weights "
+           "True and False), "
            "each then a Linear on the last step")
     @st.composite
     def draw_one(draw):
@@ -287,7 +294,8 @@ def sequence_models():
         with seeded(seed):
             inputs = torch.randn(batch, steps, 4, dtype=torch.float64)
             return SequenceModels(
-                (kind, LastStep(_sequence_layer(kind), torch.nn.Linear(4, 3)).double().eval(), inputs)
+                (kind, LastStep(_sequence_layer(kind), torch.nn.Linear(4, 3),
+                                need_weights=not kind.endswith("need_weights=False")).double().eval(), inputs)
                 for kind in SEQUENCE_LAYERS)
 
     return draw_one()
@@ -332,3 +340,62 @@ def one_row_at_a_time_raises_for_the_layers_named(models):
                     raise AssertionError(f"{kind}, {dtype}, {jac.__name__}: "
                                          f"{'ran' if still_raises(kind, dtype, jac) else 'raised'}")
     return True
+
+
+class StepsFirstLastStep(torch.nn.Module):
+    """``LastStep``'s layer rebuilt with the default ``batch_first=False`` (the same
+    weights): input (steps, batch, features), a Linear on the last step."""
+
+    def __init__(self, batch_first_model):
+        super().__init__()
+        old = batch_first_model.layer
+        nn = torch.nn
+        if isinstance(old, nn.MultiheadAttention):
+            layer = nn.MultiheadAttention(4, 2)
+        elif isinstance(old, nn.TransformerEncoderLayer):
+            layer = nn.TransformerEncoderLayer(4, 2, 8)
+        else:
+            layer = type(old)(4, 4)
+        assert getattr(layer, "batch_first", False) is False  # the default
+        layer.load_state_dict(old.state_dict())
+        self.layer = layer.to(old.in_proj_weight.dtype if hasattr(old, "in_proj_weight")
+                              else next(old.parameters()).dtype)
+        self.head, self.need_weights = batch_first_model.head, batch_first_model.need_weights
+        self.eval()
+
+    def forward(self, x):
+        if isinstance(self.layer, torch.nn.MultiheadAttention):
+            out = self.layer(x, x, x, need_weights=self.need_weights)[0]
+        else:
+            out = self.layer(x)
+            out = out[0] if isinstance(out, tuple) else out
+        return self.head(out[-1])
+
+
+def default_layout_raises_or_gives_wrong_jacobians(models):
+    """``models``: a ``sequence_models()`` draw, each layer rebuilt with the default
+    ``batch_first=False`` and fed (steps, batch, features), in float64 and float32,
+    under jacfwd and jacrev: ``vmap(jac(lambda row: model(row[None])[0]))`` raises
+    for the same layers as with ``batch_first=True`` (``still_raises``), and where it
+    runs (MultiheadAttention always) its result is not each sample's Jacobian."""
+    for kind, model, batch in models:
+        for dtype in (torch.float64, torch.float32):
+            _default_layout_one(kind, StepsFirstLastStep(copy.deepcopy(model).to(dtype)), batch.to(dtype))
+    return True
+
+
+def _default_layout_one(kind, typed, batch):
+    """One layer in one dtype: see ``default_layout_raises_or_gives_wrong_jacobians``."""
+    steps_first = batch.transpose(0, 1)
+    own = each_samples_jacobian(lambda b: typed(b.transpose(0, 1)), batch)
+    one_row = lambda row: typed(row[None])[0]  # noqa: E731 (the page's own words)
+    for jac in (torch.func.jacfwd, torch.func.jacrev):
+        where = f"{kind}, {batch.dtype}, {jac.__name__}"
+        try:
+            mapped = torch.func.vmap(jac(one_row))(steps_first)
+        except (RuntimeError, NotImplementedError):
+            assert still_raises(kind, batch.dtype, jac), f"{where}: raised"
+            continue
+        assert not still_raises(kind, batch.dtype, jac), f"{where}: ran"
+        same = mapped.shape == own.shape and torch.allclose(mapped, own, atol=1e-4)
+        assert not same, f"{where}: each sample's Jacobian"

@@ -2661,8 +2661,18 @@ def second_pass_raises_exactly_when_saved_for_backward(name) -> bool:
         def backward(ctx, grad):
             return 2 * ctx.x * grad
 
+    class SavesNothingButReads(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x + 1
+
+        @staticmethod
+        def backward(ctx, grad):
+            assert ctx.saved_tensors == ()
+            return grad
+
     function = {"saves and reads": SavesForBackward, "saves, never reads": SavesButNeverReads,
-                "keeps an attribute": KeepsAnAttribute}[name]
+                "keeps an attribute": KeepsAnAttribute, "saves nothing, reads": SavesNothingButReads}[name]
     out = function.apply(torch.tensor([1., 2.], requires_grad=True)).sum()
     out.backward()
     try:
@@ -2671,16 +2681,20 @@ def second_pass_raises_exactly_when_saved_for_backward(name) -> bool:
         raised = True
     else:
         raised = False
-    return raised == (name != "keeps an attribute")
+    return raised == (name in OLD_SENTENCE_RAISES_FOR)
+
+
+# R6/R7's sentence judged the three Functions of its time; the fourth, added in s25
+# (B2), raises, and is counted so here: R6's replay fails on saving without reading.
+OLD_SENTENCE_RAISES_FOR = ("saves and reads", "saves, never reads", "saves nothing, reads")
+S25_FUNCTIONS = labelled(st.sampled_from(["keeps an attribute", "saves and reads", "saves nothing, reads",
+                                          "saves, never reads"]),
+                         "Functions that save and read, save only, keep an attribute, read without saving")
 
 
 def test_s6_r6_saving_without_reading_does_not_raise(real_claims):
-    from families import labelled
-
     replay(real_claims, "reference/misconceptions", "For a custom Function, that is when its `backward` reads",
-           second_pass_raises_exactly_when_saved_for_backward,
-           labelled(st.sampled_from(["keeps an attribute", "saves and reads", "saves, never reads"]),
-                    "Functions that save and read, save only, keep an attribute"),
+           second_pass_raises_exactly_when_saved_for_backward, S25_FUNCTIONS,
            fails_on="saves, never reads")
 
 
@@ -4774,3 +4788,74 @@ def test_s23_refb_b4_an_in_place_edit_under_no_grad_keeps_its_grad_fn(real_claim
            results_under_no_grad_have_no_grad_fn, st.sampled_from(sorted(S23_NO_GRAD_EDITS)),
            st.sampled_from(sorted(S23_NO_GRAD_EDITED)), st.sampled_from([torch.float32, torch.float64]),
            fails_on="'(x * 2).view(3, 1)'")
+
+
+# -- s25 refB B2: a node that reads an empty list of saved tensors raises too ---------
+
+def second_pass_raises_exactly_when_a_saved_tensor_is_read(name) -> bool:
+    """s25 B2, misconceptions.md (s24 wording): "raises exactly when the second pass
+    reads a tensor saved through autograd's saved-tensor mechanism": only the Function
+    that saved a tensor and reads it raises. One that saved nothing and reads
+    ctx.saved_tensors raises too."""
+    global OLD_SENTENCE_RAISES_FOR
+    before, OLD_SENTENCE_RAISES_FOR = OLD_SENTENCE_RAISES_FOR, ("saves and reads",)
+    try:
+        return second_pass_raises_exactly_when_saved_for_backward(name)
+    finally:
+        OLD_SENTENCE_RAISES_FOR = before
+
+
+def test_s25_b2_a_function_reading_an_empty_list_raises(real_claims):
+    replay(real_claims, "reference/misconceptions", "For a custom Function, that is when its `backward` reads",
+           second_pass_raises_exactly_when_a_saved_tensor_is_read, S25_FUNCTIONS,
+           fails_on="saves nothing, reads")
+
+
+def compiled_second_pass_raises_only_if_a_tensor_was_saved(chain, dtype) -> bool:
+    """s25 B2, the same sentence on torch.compile: CompiledFunctionBackward of
+    (x + 1).sum() saved no tensor, so the old sentence says the second pass runs."""
+    from second_backward import summed_chain
+
+    torch._dynamo.reset()
+    leaf = torch.ones(4, dtype=dtype, requires_grad=True)
+    out = torch.compile(lambda t: summed_chain(chain, t))(leaf)
+    saved = len(out.grad_fn.saved_tensors)
+    out.backward()
+    try:
+        out.backward()
+    except RuntimeError:
+        return saved > 0
+    return saved == 0
+
+
+def test_s25_b2_a_compiled_region_raises_though_it_saved_nothing(real_claims):
+    from families import dtypes
+
+    replay(real_claims, "reference/misconceptions", "a `torch.compile`d region reads its list",
+           compiled_second_pass_raises_only_if_a_tensor_was_saved,
+           labelled(operation_chains(SIMPLE_OPERATIONS), "(x + 1).sum() and chains of 1 to 3 simple operations, compiled"),
+           dtypes(complex=False), fails_on="")
+
+
+# -- s25 refB B3: the row[None] recipe with the default batch_first=False -------------
+
+def row_none_gives_each_samples_jacobian_for_default_attention(models) -> bool:
+    """s25 B3, both pages (s24 wording): "which works for ... `nn.MultiheadAttention`",
+    with no word on batch_first: built with the default batch_first=False and fed
+    (steps, batch, features), the recipe runs and maps over the steps instead."""
+    from per_sample_jacobians import StepsFirstLastStep, each_samples_jacobian
+
+    [(model, batch)] = [(m, b) for kind, m, b in models if kind == "MultiheadAttention"]
+    typed = StepsFirstLastStep(model)
+    own = each_samples_jacobian(lambda b: typed(b.transpose(0, 1)), batch)
+    mapped = torch.func.vmap(torch.func.jacrev(lambda row: typed(row[None])[0]))(batch.transpose(0, 1))
+    return mapped.shape == own.shape and torch.allclose(mapped, own)
+
+
+@pytest.mark.parametrize("page", ["reference/misconceptions", "reference/look-up-the-questions-people-ask"])
+def test_s25_b3_row_none_with_the_default_batch_first(real_claims, page):
+    from per_sample_jacobians import sequence_models
+
+    replay(real_claims, page, "With the default `batch_first=False` the batch is dimension 1",
+           row_none_gives_each_samples_jacobian_for_default_attention, sequence_models(),
+           fails_on="MultiheadAttention")
