@@ -198,7 +198,11 @@ class LastStep(torch.nn.Module):
         else:
             out = self.layer(x)
             out = out[0] if isinstance(out, tuple) else out
-        return self.head(out[..., -1, :])
+        return self.head(self.last_step(out))
+
+    @staticmethod
+    def last_step(out):  # batch_first: (batch, steps, features), or one sample's (steps, features)
+        return out[..., -1, :]
 
 
 def _sequence_layer(kind):
@@ -342,12 +346,11 @@ def one_row_at_a_time_raises_for_the_layers_named(models):
     return True
 
 
-class StepsFirstLastStep(torch.nn.Module):
+class StepsFirstLastStep(LastStep):
     """``LastStep``'s layer rebuilt with the default ``batch_first=False`` (the same
     weights): input (steps, batch, features), a Linear on the last step."""
 
     def __init__(self, batch_first_model):
-        super().__init__()
         old = batch_first_model.layer
         nn = torch.nn
         if isinstance(old, nn.MultiheadAttention):
@@ -358,18 +361,14 @@ class StepsFirstLastStep(torch.nn.Module):
             layer = type(old)(4, 4)
         assert getattr(layer, "batch_first", False) is False  # the default
         layer.load_state_dict(old.state_dict())
-        self.layer = layer.to(old.in_proj_weight.dtype if hasattr(old, "in_proj_weight")
-                              else next(old.parameters()).dtype)
-        self.head, self.need_weights = batch_first_model.head, batch_first_model.need_weights
+        layer = layer.to(old.in_proj_weight.dtype if hasattr(old, "in_proj_weight")
+                         else next(old.parameters()).dtype)
+        super().__init__(layer, batch_first_model.head, batch_first_model.need_weights)
         self.eval()
 
-    def forward(self, x):
-        if isinstance(self.layer, torch.nn.MultiheadAttention):
-            out = self.layer(x, x, x, need_weights=self.need_weights)[0]
-        else:
-            out = self.layer(x)
-            out = out[0] if isinstance(out, tuple) else out
-        return self.head(out[-1])
+    @staticmethod
+    def last_step(out):  # (steps, batch, features)
+        return out[-1]
 
 
 def default_layout_raises_or_gives_wrong_jacobians(models):

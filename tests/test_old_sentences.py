@@ -4544,12 +4544,15 @@ def out_call_refused_whenever_anything_requires_grad(name, arg_requires, out_req
     return under_no_grad or not (arg_requires or out_requires)
 
 
+OUT_CALL_SETTINGS = (labelled(st.booleans(), "the argument requires grad"),
+                     labelled(st.booleans(), "the out tensor requires grad"),
+                     labelled(st.booleans(), "under no_grad"))
+
+
 def test_s22_refb_r6_composite_out_calls_are_not_refused(real_claims):
     replay(real_claims, "reference/glossary", "Most `out=` calls\nare refused at once",
            out_call_refused_whenever_anything_requires_grad, st.sampled_from(sorted(S22_OUT_CALLS)),
-           labelled(st.booleans(), "the argument requires grad"),
-           labelled(st.booleans(), "the out tensor requires grad"),
-           labelled(st.booleans(), "under no_grad"),
+           *OUT_CALL_SETTINGS,
            fails_on="'torch.diag'")
 
 
@@ -4754,9 +4757,7 @@ def out_call_refused_unless_one_of_the_four_named(name, arg_requires, out_requir
 def test_s23_refb_b1_out_exceptions_are_not_only_the_four_named(real_claims):
     replay(real_claims, "reference/glossary", "Most `out=` calls\nare refused at once",
            out_call_refused_unless_one_of_the_four_named, st.sampled_from(sorted(S22_OUT_CALLS)),
-           labelled(st.booleans(), "the argument requires grad"),
-           labelled(st.booleans(), "the out tensor requires grad"),
-           labelled(st.booleans(), "under no_grad"),
+           *OUT_CALL_SETTINGS,
            fails_on="'torch.l")
 
 
