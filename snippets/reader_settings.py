@@ -7,7 +7,8 @@ BatchNorm in training mode, losses with several terms, float16 and bfloat16
 autocast, a module under ``torch.compile(backend="aot_eager")`` (or inductor), and
 inputs that are not leaves. Each member is a small real setup, built in a few milliseconds
 (a compiled module compiles on its first call, once per process), named as a
-failure prints it. Like ``families.py``, members are made from drawn seeds in
+failure prints it, with its seed (the reveal counts members by name, so two draws
+that differ only in their seed count as two). Like ``families.py``, members are made from drawn seeds in
 generators of their own, never from torch's global random state.
 
 Run this file to see a few members of each family; ``tests/test_reader_settings.py``
@@ -94,7 +95,7 @@ def image_batches(draw) -> Setting:
         critic = torch.nn.Sequential(
             torch.nn.Conv2d(channels, 2, 3, padding=1), torch.nn.Tanh(), torch.nn.Flatten(),
             torch.nn.Linear(2 * side * side, 1)).to(DTYPE)
-    return Setting(f"conv critic on ({batch}, {channels}, {side}, {side}) images", critic,
+    return Setting(f"conv critic on ({batch}, {channels}, {side}, {side}) images, seed {seed}", critic,
                    _leaf(seed, batch, channels, side, side), "images")
 
 
@@ -121,7 +122,7 @@ def train_mode_models(draw, layers: tuple[str, ...] = tuple(_TRAIN_LAYERS)) -> S
     layer, batch, features, seed = (draw(st.sampled_from(layers)), draw(BATCH_SIZES),
                                     draw(st.integers(2, 4)), draw(SEEDS))
     model = _mlp(features, _TRAIN_LAYERS[layer](8), seed=seed).train()
-    return Setting(f"MLP with {layer} (train) on ({batch}, {features})", model,
+    return Setting(f"MLP with {layer} (train) on ({batch}, {features}), seed {seed}", model,
                    _leaf(seed, batch, features), layer)
 
 
@@ -145,7 +146,7 @@ def batch_norm_models(draw) -> Setting:
             conv(channels, 2, 3, padding=1), norm(2), torch.nn.Tanh(), torch.nn.Flatten(),
             torch.nn.Linear(2 * side**sides, 1)).to(DTYPE).train()
     shape = (batch, channels) + (side,) * sides
-    return Setting(f"conv with {norm.__name__} (train) on {shape} {layout}",
+    return Setting(f"conv with {norm.__name__} (train) on {shape} {layout}, seed {seed}",
                    model, _leaf(seed, *shape), norm.__name__)
 
 
