@@ -4860,3 +4860,26 @@ def test_s25_b3_row_none_with_the_default_batch_first(real_claims, page):
     replay(real_claims, page, "With the default `batch_first=False` the batch is dimension 1",
            row_none_gives_each_samples_jacobian_for_default_attention, sequence_models(),
            fails_on="MultiheadAttention")
+
+
+# -- s25 audit #35: create_graph=True is needed for the penalty to reach the weights ------
+
+def penalty_reaches_the_weights_without_create_graph(setting) -> bool:
+    """s25 audit #35, look-up.md (a surviving edit): "`create_graph=True` is optional:
+    the penalty reaches the critic's weights either way". Without it the gradient has
+    no graph, and the penalty's backward raises element 0."""
+    critic, real = setting.model, setting.inputs.detach()
+    eps = torch.rand(real.shape[0], *[1] * (real.dim() - 1), dtype=real.dtype,
+                     generator=torch.Generator().manual_seed(0))
+    x_hat = (eps * real + (1 - eps) * real.flip(0)).requires_grad_()
+    scores = critic(x_hat)
+    (gradients,) = torch.autograd.grad(scores, x_hat, grad_outputs=torch.ones_like(scores))
+    ((gradients.flatten(1).norm(dim=1) - 1) ** 2).mean().backward()
+    return all(p.grad is not None for p in critic.parameters() if p.dim() >= 2)
+
+
+def test_s25_audit_35_create_graph_is_needed(real_claims):
+    replay(real_claims, "reference/look-up-the-questions-people-ask", "Make `x_hat` require grad first",
+           penalty_reaches_the_weights_without_create_graph, sample_batches(), fails_on="",
+           because="element 0 of tensors does not require grad")
+
