@@ -4883,3 +4883,28 @@ def test_s25_audit_35_create_graph_is_needed(real_claims):
            penalty_reaches_the_weights_without_create_graph, sample_batches(), fails_on="",
            because="element 0 of tensors does not require grad")
 
+
+# -- s25 audit #23: 0 x inf in a backward formula leaks as nan too ----------------------
+
+S25_LEAKS = {  # as where-derivatives-do-not-exist.md's LEAKS: the op and where it is safe
+    "acos": (torch.acos, lambda t: t.abs() < 1), "log": (torch.log, lambda t: t > 0),
+    "sqrt": (torch.sqrt, lambda t: t > 0), "x ** 0.5": (lambda t: t**0.5, lambda t: t > 0),
+    "x * log(x)": (lambda t: t * torch.log(t), lambda t: t > 0)}
+S25_SELECTIONS = {"mask": lambda safe, out: out[safe].sum(),
+                  "where": lambda safe, out: torch.where(safe, out, 0.0).sum()}
+
+
+def zero_times_inf_in_a_backward_stays_zero(name, way, drawn) -> bool:
+    """s25 audit #23, where-derivatives-do-not-exist.md (a surviving edit): "0/0 leaks
+    through as `nan`, while 0 x inf in a backward formula stays 0": pow's backward
+    multiplies the zero cotangent by 0.5 * x ** -0.5, infinite at 0."""
+    op, is_safe = S25_LEAKS[name]
+    leaf, safe = drawn.clone().requires_grad_(), is_safe(drawn)
+    S25_SELECTIONS[way](safe, op(leaf)).backward()
+    return name != "x ** 0.5" or not bool(torch.isnan(leaf.grad[~safe]).any())
+
+
+def test_s25_audit_23_zero_times_inf_leaks_as_nan(real_claims):
+    replay(real_claims, "explanation/where-derivatives-do-not-exist", "`torch.where` and masks select values",
+           zero_times_inf_in_a_backward_stays_zero, st.sampled_from(sorted(S25_LEAKS)),
+           st.sampled_from(sorted(S25_SELECTIONS)), points(), fails_on="'x ** 0.5'")
