@@ -157,7 +157,8 @@ class Loss:
     terms: tuple[str, ...]
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        return sum((LOSS_TERMS[term](x) for term in self.terms), torch.zeros((), dtype=x.dtype))
+        terms = {**LOSS_TERMS, **LINEAR_LOSS_TERMS}
+        return sum((terms[term](x) for term in self.terms), torch.zeros((), dtype=x.dtype))
 
     def __repr__(self) -> str:
         return " + ".join(self.terms) or "no other term"
@@ -176,6 +177,21 @@ LOSS_TERMS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 def multi_term_losses(draw, terms: st.SearchStrategy[int] = TERM_COUNTS) -> Loss:
     """Terms a reader adds next to the one under study (a data term, a regulariser)."""
     return Loss(tuple(draw(st.permutations(sorted(LOSS_TERMS)))[: draw(terms)]))
+
+
+LINEAR_LOSS_TERMS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "x.sum()": lambda x: x.sum(),
+    "3 * x.mean()": lambda x: 3 * x.mean(),
+}
+
+
+@named("losses with several terms, linear ones (x.sum(), 3 * x.mean()) among them")
+@st.composite
+def losses_with_linear_terms(draw, terms: st.SearchStrategy[int] = TERM_COUNTS) -> Loss:
+    """``multi_term_losses``' terms and terms linear in x with constant coefficients,
+    whose gradient does not depend on x."""
+    pool = sorted(LINEAR_LOSS_TERMS) + sorted(LOSS_TERMS)
+    return Loss(tuple(draw(st.permutations(pool))[: draw(terms)]))
 
 
 AUTOCAST_DTYPES = (torch.float16, torch.bfloat16)
@@ -284,8 +300,8 @@ def shapes_and_dims() -> st.SearchStrategy[tuple[tuple[int, ...], int]]:
 
 
 FAMILIES = (multi_feature_inputs, image_batches, sample_batches, train_mode_models,
-            batch_norm_models, multi_term_losses, autocast_dtypes, compiled_modules, non_leaf_inputs,
-            moved_leaves, shapes_and_dims)
+            batch_norm_models, multi_term_losses, losses_with_linear_terms, autocast_dtypes,
+            compiled_modules, non_leaf_inputs, moved_leaves, shapes_and_dims)
 
 
 def main() -> None:

@@ -45,6 +45,7 @@ from reader_settings import (  # noqa: E402
     autocast_dtypes,
     batch_norm_models,
     compiled_modules,
+    losses_with_linear_terms,
     multi_feature_inputs,
     multi_term_losses,
     non_leaf_inputs,
@@ -2843,7 +2844,8 @@ def test_s6_h2_f5_the_j0_recipe_gives_first_derivatives_only(real_claims):
 
     replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
            "This Function gives first derivatives only", j0_recipe_gives_the_second_derivative,
-           multi_term_losses(terms=st.integers(0, 3)), backward_points(), j0_follow_ups(), fails_on="")
+           losses_with_linear_terms(terms=st.integers(0, 3)), backward_points(), j0_follow_ups(),
+           fails_on="")
 
 
 class TransposedMatMul(torch.autograd.Function):
@@ -4044,7 +4046,7 @@ def test_s11_b1_j0_raises_whenever_only_constants_follow(real_claims):
 
     replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
            "It raises \"element 0 of tensors does not require grad\" when",
-           j0_raises_only_last_with_the_ones_seed, multi_term_losses(terms=st.integers(0, 3)),
+           j0_raises_only_last_with_the_ones_seed, losses_with_linear_terms(terms=st.integers(0, 3)),
            backward_points(), j0_follow_ups(), fails_on="no other term")
 
 
@@ -4908,3 +4910,5 @@ def test_s25_audit_23_zero_times_inf_leaks_as_nan(real_claims):
     replay(real_claims, "explanation/where-derivatives-do-not-exist", "`torch.where` and masks select values",
            zero_times_inf_in_a_backward_stays_zero, st.sampled_from(sorted(S25_LEAKS)),
            st.sampled_from(sorted(S25_SELECTIONS)), points(), fails_on="'x ** 0.5'")
+
+
