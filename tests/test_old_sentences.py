@@ -4912,3 +4912,23 @@ def test_s25_audit_23_zero_times_inf_leaks_as_nan(real_claims):
            st.sampled_from(sorted(S25_SELECTIONS)), points(), fails_on="'x ** 0.5'")
 
 
+
+
+# -- r25h3 R1: a linear term beside BesselJ0 leaves the second derivative raising --
+
+def j0_runs_beside_any_other_term(other_terms, values, follow_up) -> bool:
+    """r25h3 R1, handle-operations...md: "It raises ... when the loss reaches `x` through
+    the Function alone, followed only by linear operations with constant coefficients
+    (...); after a nonlinear operation such as `** 2` or `tanh`, or beside another term,
+    it runs, wrong": it raises exactly when a linear follow-up has no other term beside it."""
+    got, _ = j0_second_derivatives(other_terms, values, follow_up)
+    return (got is None) == (J0_FOLLOW_UPS[follow_up][1] and not other_terms.terms)
+
+
+def test_r25h3_r1_j0_raises_beside_a_linear_term(real_claims):
+    from custom_backwards import backward_points
+
+    replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
+           "It raises \"element 0 of tensors does not require grad\" when",
+           j0_runs_beside_any_other_term, losses_with_linear_terms(terms=st.integers(0, 3)),
+           backward_points(), j0_follow_ups(), fails_on="3 * x.mean()")
