@@ -1251,14 +1251,19 @@ DIAGONAL_SHAPE_CASES = {
     "cat([x, x ** 2]), 1-D x": (lambda t: torch.cat([t, t ** 2]), (4,)),
     "stack([x, x**2]), scalar x": (lambda t: torch.stack([t, t ** 2]), ()),
     "(x**2).sum(), 1-D x": (lambda t: (t ** 2).sum(), (3,)),
-    "x * ones(2, 3), scalar x": (lambda t: t * torch.ones(2, 3, dtype=t.dtype), ())}
+    "x * ones(2, 3), scalar x": (lambda t: t * torch.ones(2, 3, dtype=t.dtype), ()),
+    "x.sum() * arange(3), (2, 2) x": (lambda t: t.sum() * torch.arange(1, 4, dtype=t.dtype), (2, 2)),
+    "x[0], (2, 2) x": (lambda t: t[0], (2, 2)), "x[0, :2], (3, 3) x": (lambda t: t[0, :2], (3, 3)),
+    "x[0], (2, 3) x": (lambda t: t[0], (2, 3)), "x.flatten()[:3], (2, 2, 2) x": (lambda t: t.flatten()[:3], (2, 2, 2)),
+    "x.sum() * arange(3), (3, 2) x": (lambda t: t.sum() * torch.arange(1, 4, dtype=t.dtype), (3, 2))}
 
 
 def diagonal_shape_cases() -> st.SearchStrategy[str]:
     """The page's family of f and x for the diagonal of J, under its name."""
     cases = st.sampled_from(sorted(DIAGONAL_SHAPE_CASES))
-    cases.family_name = ("f and the shape of x: scalar, 1-D and 2-D x and y, y with as many "
-                         "entries as x, fewer or more")
+    cases.family_name = ("f and the shape of x: scalar, 1-D, 2-D (square or not) and 3-D x, "
+                         "scalar, 1-D and 2-D y, y with as many entries as x, fewer or more, "
+                         "1-D y shorter or no shorter than a side of x")
     return cases
 
 
@@ -4860,3 +4865,26 @@ def test_s25_b3_row_none_with_the_default_batch_first(real_claims, page):
     replay(real_claims, page, "With the default `batch_first=False` the batch is dimension 1",
            row_none_gives_each_samples_jacobian_for_default_attention, sequence_models(),
            fails_on="MultiheadAttention")
+
+
+# -- r25h1 R4: the diagonal of J has x's own shape for a square x too ----------------------
+
+def the_diagonal_has_x_own_shape_only_for_a_longer_1d_y(case) -> bool | None:
+    """R4, differentiate-elementwise-functions-at-many-points.md (3f013b3, Summary): "of
+    another shape than `x` or of `x`'s own: always when `x` and `y` are 1-D and `y` is the
+    longer", as its check read it: x's own shape only then. A square (2, 2) x with a 1-D
+    y of 2 or 3 entries gives a (2, 2) diagonal too."""
+    f, shape = DIAGONAL_SHAPE_CASES[case]
+    x = torch.randn(shape, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    y = f(x)
+    if y.numel() == x.numel() or sorted((x.dim(), y.dim())) == [0, 1]:
+        return None
+    same = torch.diagonal(torch.func.jacrev(f)(x)).shape == x.shape
+    return same == (x.dim() == y.dim() == 1 and y.numel() > x.numel())
+
+
+def test_r25h1_r4_a_square_x_gives_a_diagonal_of_its_own_shape(real_claims):
+    replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points",
+           "When the counts differ, $\\partial y_i / \\partial x_i$ means nothing, yet",
+           the_diagonal_has_x_own_shape_only_for_a_longer_1d_y, diagonal_shape_cases(),
+           fails_on=", (2, 2) x")
