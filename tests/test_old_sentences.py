@@ -1252,14 +1252,19 @@ DIAGONAL_SHAPE_CASES = {
     "cat([x, x ** 2]), 1-D x": (lambda t: torch.cat([t, t ** 2]), (4,)),
     "stack([x, x**2]), scalar x": (lambda t: torch.stack([t, t ** 2]), ()),
     "(x**2).sum(), 1-D x": (lambda t: (t ** 2).sum(), (3,)),
-    "x * ones(2, 3), scalar x": (lambda t: t * torch.ones(2, 3, dtype=t.dtype), ())}
+    "x * ones(2, 3), scalar x": (lambda t: t * torch.ones(2, 3, dtype=t.dtype), ()),
+    "x.sum() * arange(3), (2, 2) x": (lambda t: t.sum() * torch.arange(1, 4, dtype=t.dtype), (2, 2)),
+    "x[0], (2, 2) x": (lambda t: t[0], (2, 2)), "x[0, :2], (3, 3) x": (lambda t: t[0, :2], (3, 3)),
+    "x[0], (2, 3) x": (lambda t: t[0], (2, 3)), "x.flatten()[:3], (2, 2, 2) x": (lambda t: t.flatten()[:3], (2, 2, 2)),
+    "x.sum() * arange(3), (3, 2) x": (lambda t: t.sum() * torch.arange(1, 4, dtype=t.dtype), (3, 2))}
 
 
 def diagonal_shape_cases() -> st.SearchStrategy[str]:
     """The page's family of f and x for the diagonal of J, under its name."""
     cases = st.sampled_from(sorted(DIAGONAL_SHAPE_CASES))
-    cases.family_name = ("f and the shape of x: scalar, 1-D and 2-D x and y, y with as many "
-                         "entries as x, fewer or more")
+    cases.family_name = ("f and the shape of x: scalar, 1-D, 2-D (square or not) and 3-D x, "
+                         "scalar, 1-D and 2-D y, y with as many entries as x, fewer or more, "
+                         "1-D y shorter or no shorter than a side of x")
     return cases
 
 
@@ -1282,7 +1287,7 @@ def test_h4_4_the_diagonal_of_jacrev_needs_y_as_long_as_x(real_claims):
     replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points",
            "gives $\\partial y_i / \\partial x_i$ when `x` and `y = f(x)` are 1-D",
            diagonal_of_jacrev_gives_dy_i_dx_i_for_any_1d_x, diagonal_shape_cases(),
-           fails_on="x[:2] * x.sum()")
+           fails_on=", 1-D x")  # x[:2] * x.sum() or stack([x, x**2], 1), as the draw goes
 
 
 # -- Fresh reading of the reference pages (issue 39): M1, G1, G2, I2 -----------------------
@@ -4932,3 +4937,26 @@ def test_r25h3_r1_j0_raises_beside_a_linear_term(real_claims):
            "It raises \"element 0 of tensors does not require grad\" when",
            j0_runs_beside_any_other_term, losses_with_linear_terms(terms=st.integers(0, 3)),
            backward_points(), j0_follow_ups(), fails_on="3 * x.mean()")
+
+
+# -- r25h1 R4: the diagonal of J has x's own shape for a square x too ----------------------
+
+def the_diagonal_has_x_own_shape_only_for_a_longer_1d_y(case) -> bool | None:
+    """R4, differentiate-elementwise-functions-at-many-points.md (3f013b3, Summary): "of
+    another shape than `x` or of `x`'s own: always when `x` and `y` are 1-D and `y` is the
+    longer", as its check read it: x's own shape only then. A square (2, 2) x with a 1-D
+    y of 2 or 3 entries gives a (2, 2) diagonal too, a (2, 2, 2) x with 3 a (2, 2, 2) one."""
+    f, shape = DIAGONAL_SHAPE_CASES[case]
+    x = torch.randn(shape, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    y = f(x)
+    if y.numel() == x.numel() or sorted((x.dim(), y.dim())) == [0, 1]:
+        return None
+    same = torch.diagonal(torch.func.jacrev(f)(x)).shape == x.shape
+    return same == (x.dim() == y.dim() == 1 and y.numel() > x.numel())
+
+
+def test_r25h1_r4_a_square_x_gives_a_diagonal_of_its_own_shape(real_claims):
+    replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points",
+           "When the counts differ, $\\partial y_i / \\partial x_i$ means nothing, yet",
+           the_diagonal_has_x_own_shape_only_for_a_longer_1d_y, diagonal_shape_cases(),
+           fails_on=", (2, 2")  # a square (2, 2) or a cube (2, 2, 2) x
