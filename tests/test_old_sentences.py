@@ -4776,26 +4776,48 @@ S23_NO_GRAD_EDITS = {"mul_": lambda t: t.mul_(2.0), "zero_": lambda t: t.zero_()
                      "mul(ones, 3, out=)": lambda t: torch.mul(torch.ones_like(t), 3.0, out=t)}
 S23_NO_GRAD_EDITED = {"the leaf x": lambda t: t, "x * 2": lambda t: t * 2, "sin(x)": torch.sin,
                       "(x * 2)[1:]": lambda t: (t * 2)[1:], "x[1:]": lambda t: t[1:],
-                      "(x * 2).view(3, 1)": lambda t: (t * 2).view(3, 1), "exp(x) (saved)": torch.exp}
+                      "(x * 2).view(3, 1)": lambda t: (t * 2).view(3, 1), "exp(x) (saved)": torch.exp,
+                      "(x * 2).tensor_split(3)[0]": lambda t: (t * 2).tensor_split(3)[0]}
+# since s26 the page's check draws these too (a copy of NO_GRAD_RAISING): views from
+# chunk, split or unbind, and views taken under no_grad (the second function)
+S26_NO_GRAD_RAISING = {"(x * 2).chunk(3)[0]": (lambda t: (t * 2).chunk(3)[0], None),
+                       "x.chunk(3)[1]": (lambda t: t.chunk(3)[1], None),
+                       "x.split([1, 2])[1][1:]": (lambda t: t.split([1, 2])[1][1:], None),
+                       "list((x * 2).view(3, 1))[0]": (lambda t: list((t * 2).view(3, 1))[0], None),
+                       "x.view(3, 1).unbind(1)[0]": (lambda t: t.view(3, 1).unbind(1)[0], None),
+                       "x[1:] taken under no_grad": (lambda t: t, lambda t: t[1:]),
+                       "(x * 2).view(3, 1) taken under no_grad": (lambda t: t * 2, lambda t: t.view(3, 1))}
+S26_NO_GRAD_FAMILIES = (st.sampled_from(sorted(S23_NO_GRAD_EDITS)),
+                        st.sampled_from(sorted({**S23_NO_GRAD_EDITED, **S26_NO_GRAD_RAISING})),
+                        st.sampled_from([torch.float32, torch.float64]))
+
+
+def edited_under_no_grad(edit, edited, x):
+    """The drawn tensor made from x, then edited under no_grad, as the page's check does."""
+    outside, inside = S26_NO_GRAD_RAISING.get(edited, (S23_NO_GRAD_EDITED.get(edited), None))
+    tensor = outside(x)
+    with torch.no_grad():
+        tensor = inside(tensor) if inside else tensor
+        result = S23_NO_GRAD_EDITS[edit](tensor)
+    return tensor, result
 
 
 def results_under_no_grad_have_no_grad_fn(edit, edited, dtype) -> bool:
     """s23 refB B4, glossary.md (no_grad), before s25: "results have no grad_fn and do
     not require grad", of the result of an in-place edit too (a leaf aside: the entry
     lets it be updated in place). The edited tensor is returned, and keeps both."""
+    if edited in S26_NO_GRAD_RAISING:  # since s26, the parenthesis's views: not this sentence's
+        return True
     x = torch.tensor([0.5, -1.0, 2.0], dtype=dtype, requires_grad=True)
-    tensor = S23_NO_GRAD_EDITED[edited](x)
-    with torch.no_grad():
-        result = S23_NO_GRAD_EDITS[edit](tensor)
+    tensor, result = edited_under_no_grad(edit, edited, x)
     result = tensor if result is None else result
     return result is x or (result.grad_fn is None and not result.requires_grad)
 
 
 def test_s23_refb_b4_an_in_place_edit_under_no_grad_keeps_its_grad_fn(real_claims):
     replay(real_claims, "reference/glossary", "an in-place edit there is not recorded either",
-           results_under_no_grad_have_no_grad_fn, st.sampled_from(sorted(S23_NO_GRAD_EDITS)),
-           st.sampled_from(sorted(S23_NO_GRAD_EDITED)), st.sampled_from([torch.float32, torch.float64]),
-           fails_on="'(x * 2).view(3, 1)'")
+           results_under_no_grad_have_no_grad_fn, *S26_NO_GRAD_FAMILIES,
+           fails_on="'(x * 2).tensor_split(3)[0]'")
 
 
 # -- s25 refB B2: a node that reads an empty list of saved tensors raises too ---------
@@ -4839,7 +4861,7 @@ def compiled_second_pass_raises_only_if_a_tensor_was_saved(chain, dtype) -> bool
 def test_s25_b2_a_compiled_region_raises_though_it_saved_nothing(real_claims):
     from families import dtypes
 
-    replay(real_claims, "reference/misconceptions", "a `torch.compile`d region reads its list",
+    replay(real_claims, "reference/misconceptions", "a region compiled by `torch.compile`'s default backend reads its",
            compiled_second_pass_raises_only_if_a_tensor_was_saved,
            labelled(operation_chains(SIMPLE_OPERATIONS), "(x + 1).sum() and chains of 1 to 3 simple operations, compiled"),
            dtypes(complex=False), fails_on="")
@@ -4960,3 +4982,31 @@ def test_r25h1_r4_a_square_x_gives_a_diagonal_of_its_own_shape(real_claims):
            "When the counts differ, $\\partial y_i / \\partial x_i$ means nothing, yet",
            the_diagonal_has_x_own_shape_only_for_a_longer_1d_y, diagonal_shape_cases(),
            fails_on=", (2, 2")  # a square (2, 2) or a cube (2, 2, 2) x
+
+
+# -- s26 r25r1 R1: views from chunk, split or unbind, or taken under no_grad ---------
+
+def an_edited_tensor_keeps_a_grad_fn_of_its_old_value(edit, edited, dtype) -> bool:
+    """s26 R1, glossary.md (no_grad), before s26: after an in-place edit under no_grad
+    "its grad_fn differentiates the value it had before the edit (unless the edit
+    overwrote a saved tensor)", with no word on views from chunk, split or unbind
+    (q, k, v = qkv.chunk(3); the rows of list(x)) or views taken under no_grad: for
+    them reading grad_fn raises, and so does backward."""
+    x = torch.tensor([0.5, -1.0, 2.0], dtype=dtype, requires_grad=True)
+    tensor, _ = edited_under_no_grad(edit, edited, x)
+    unedited = torch.tensor([0.5, -1.0, 2.0], dtype=dtype, requires_grad=True)
+    outside, inside = S26_NO_GRAD_RAISING.get(edited, (S23_NO_GRAD_EDITED.get(edited), None))
+    (inside or (lambda t: t))(outside(unedited)).sum().backward()
+    try:
+        if tensor.grad_fn is None:
+            return tensor is x
+        tensor.sum().backward()
+    except RuntimeError as error:
+        return edited == "exp(x) (saved)" and "modified by an inplace operation" in str(error)
+    return torch.equal(x.grad, unedited.grad)
+
+
+def test_s26_r1_an_edited_view_from_chunk_or_taken_under_no_grad_raises(real_claims):
+    replay(real_claims, "reference/glossary", "an in-place edit there is not recorded either",
+           an_edited_tensor_keeps_a_grad_fn_of_its_old_value, *S26_NO_GRAD_FAMILIES,
+           fails_on="'(x * 2).chunk(3)[0]'")
