@@ -177,11 +177,15 @@ SEQUENCE_LAYERS = ("RNN", "GRU", "LSTM", "TransformerEncoderLayer", "MultiheadAt
 
 def still_raises(kind, dtype, jac):
     """The page's list: under jacfwd RNN, GRU, LSTM, TransformerEncoderLayer and a
-    MultiheadAttention called with need_weights=False raise; under jacrev RNN, GRU and
+    MultiheadAttention called with need_weights=False or with frozen parameters
+    (kind ending ", frozen": the eval fast path) raise; under jacrev RNN, GRU and
     a float64 LSTM."""
+    frozen = kind.endswith(", frozen")
+    kind = kind.removesuffix(", frozen")
     if jac is torch.func.jacfwd:
         return kind in ("RNN", "GRU", "LSTM", "TransformerEncoderLayer",
-                        "MultiheadAttention, need_weights=False")
+                        "MultiheadAttention, need_weights=False") or (
+            frozen and kind.startswith("MultiheadAttention"))
     return kind in ("RNN", "GRU") or (kind == "LSTM" and dtype == torch.float64)
 
 
@@ -334,15 +338,19 @@ def one_row_at_a_time_raises_for_the_layers_named(models):
     under jacfwd and jacrev (the page names both): ``vmap(jac(lambda row:
     model(row[None])[0]))`` raises for exactly the layers the page lists
     (``still_raises``) and otherwise gives each sample's Jacobian; where it raises,
-    a loop of ``jacrev`` over the samples gives it."""
+    a loop of ``jacrev`` over the samples gives it. Each model also runs with its
+    parameters frozen (``requires_grad_(False)``), as for a pretrained model's input
+    Jacobians: eval-mode attention then takes its fast path."""
     for kind, model, batch in models:
-        for dtype in (torch.float64, torch.float32):
-            typed = copy.deepcopy(model).to(dtype)
-            typed.kind = kind
-            for jac in (torch.func.jacfwd, torch.func.jacrev):
-                if not _row_none_on_a_sequence_model(typed, batch.to(dtype), jac):
-                    raise AssertionError(f"{kind}, {dtype}, {jac.__name__}: "
-                                         f"{'ran' if still_raises(kind, dtype, jac) else 'raised'}")
+        for frozen in (False, True):
+            for dtype in (torch.float64, torch.float32):
+                typed = copy.deepcopy(model).to(dtype).requires_grad_(not frozen)
+                typed.kind = kind + (", frozen" if frozen else "")
+                for jac in (torch.func.jacfwd, torch.func.jacrev):
+                    if not _row_none_on_a_sequence_model(typed, batch.to(dtype), jac):
+                        ran = still_raises(typed.kind, dtype, jac)
+                        raise AssertionError(f"{typed.kind}, {dtype}, {jac.__name__}: "
+                                             f"{'ran' if ran else 'raised'}")
     return True
 
 
