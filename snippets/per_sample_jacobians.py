@@ -175,12 +175,12 @@ SEQUENCE_LAYERS = ("RNN", "GRU", "LSTM", "TransformerEncoderLayer", "MultiheadAt
                    "MultiheadAttention, need_weights=False")
 
 
-def still_raises(kind, dtype, jac):
+def still_raises(kind, dtype, jac, batch_first=True):
     """The page's list: under jacfwd RNN, GRU, LSTM, TransformerEncoderLayer and a
     MultiheadAttention called with need_weights=False or with frozen parameters
-    (kind ending ", frozen": the eval fast path) raise; under jacrev RNN, GRU and
-    a float64 LSTM."""
-    frozen = kind.endswith(", frozen")
+    (kind ending ", frozen": the eval fast path, which only a batch_first layer
+    takes) raise; under jacrev RNN, GRU and a float64 LSTM."""
+    frozen = kind.endswith(", frozen") and batch_first
     kind = kind.removesuffix(", frozen")
     if jac is torch.func.jacfwd:
         return kind in ("RNN", "GRU", "LSTM", "TransformerEncoderLayer",
@@ -384,10 +384,13 @@ def default_layout_raises_or_gives_wrong_jacobians(models):
     ``batch_first=False`` and fed (steps, batch, features), in float64 and float32,
     under jacfwd and jacrev: ``vmap(jac(lambda row: model(row[None])[0]))`` raises
     for the same layers as with ``batch_first=True`` (``still_raises``), and where it
-    runs (MultiheadAttention always) its result is not each sample's Jacobian."""
+    runs (MultiheadAttention always, frozen or not: its fast path needs batch_first)
+    its result is not each sample's Jacobian."""
     for kind, model, batch in models:
-        for dtype in (torch.float64, torch.float32):
-            _default_layout_one(kind, StepsFirstLastStep(copy.deepcopy(model).to(dtype)), batch.to(dtype))
+        for frozen in (False, True):
+            for dtype in (torch.float64, torch.float32):
+                typed = StepsFirstLastStep(copy.deepcopy(model).to(dtype)).requires_grad_(not frozen)
+                _default_layout_one(kind + (", frozen" if frozen else ""), typed, batch.to(dtype))
     return True
 
 
@@ -401,8 +404,8 @@ def _default_layout_one(kind, typed, batch):
         try:
             mapped = torch.func.vmap(jac(one_row))(steps_first)
         except (RuntimeError, NotImplementedError):
-            assert still_raises(kind, batch.dtype, jac), f"{where}: raised"
+            assert still_raises(kind, batch.dtype, jac, batch_first=False), f"{where}: raised"
             continue
-        assert not still_raises(kind, batch.dtype, jac), f"{where}: ran"
+        assert not still_raises(kind, batch.dtype, jac, batch_first=False), f"{where}: ran"
         same = mapped.shape == own.shape and torch.allclose(mapped, own, atol=1e-4)
         assert not same, f"{where}: each sample's Jacobian"
