@@ -1237,8 +1237,8 @@ def gradgradcheck_does_what_gradcheck_does_one_order_higher(state) -> bool:
 
 
 def test_h4_3_gradgradcheck_raises_on_a_compiled_function(real_claims):
-    replay(real_claims, "how-to/check-gradients", "With `backend=\"aot_eager\"`, `gradgradcheck` always raises",
-           gradgradcheck_does_what_gradcheck_does_one_order_higher, GRADCHECK_AFTER_TRAINING,
+    replay(real_claims, "how-to/check-gradients", "With `backend=\"aot_eager\"`, `gradgradcheck` raises on a",
+           gradgradcheck_does_what_gradcheck_does_one_order_higher, GRADCHECK_ALL_CASES,
            fails_on="freshly compiled", because="double backward")
 
 
@@ -2106,13 +2106,32 @@ GRADCHECK_AFTER_TRAINING = st.sampled_from(
 GRADCHECK_AFTER_TRAINING.family_name = (
     "an MLP, one Linear, tanh(x).sum() and the page's g under "
     "torch.compile(backend=\"aot_eager\"), fresh or after one training step, checked at batch 4")
+# r25h5 R5, R1: the page's family for its first compile sentence adds each module in
+# a loss computed outside it, and functions returning views of their input.
+GRADCHECK_VIEWS = {"t[1:].t()": lambda t: t[1:].t(),
+                   "an expand": lambda t: t.unsqueeze(0).expand(3, *t.shape),
+                   "a transpose and its sine": lambda t: (t.t(), t.t().sin())}
+_COMPUTING = [f"{function}, {state}" for function in GRADCHECK_FUNCTIONS for state in GRADCHECK_STATES
+              if function in ("the tanh MLP", "one Linear") or "plain data" not in state]
+GRADCHECK_ALL_CASES = st.sampled_from(
+    _COMPUTING
+    + [f"{case}, in a loss" for case in _COMPUTING
+       if case.split(", ")[0] in ("the tanh MLP", "one Linear")]
+    + [f"{function}, {state}" for function in GRADCHECK_VIEWS
+       for state in ("freshly compiled", "a training step on inputs that require grad, batch 16")]
+    + [f"{function}, freshly compiled, in a loss" for function in GRADCHECK_VIEWS
+       if "sine" not in function])
+GRADCHECK_ALL_CASES.family_name = ("the cases below, each also in a loss computed outside "
+                                   "the compiled module, and functions returning views of "
+                                   "their input (a slice and transpose, an expand, a "
+                                   "transpose with its sine)")
 
 
 def compiled_mlp_after(case):
     """check-gradients.md's compiled cases: what ``case`` names (float64) under
     aot_eager, compiled anew, after the training step it names (if any), and
     gradcheck's input ((4, 2) for the modules, 4 numbers for the functions)."""
-    function, state = case.split(", ", 1)
+    function, state = case.removesuffix(", in a loss").split(", ", 1)
     step = GRADCHECK_STATES[state]
     generator = torch.Generator().manual_seed(0)
     if function == "the tanh MLP":
@@ -2120,6 +2139,8 @@ def compiled_mlp_after(case):
                                            torch.nn.Linear(8, 1)).double(), (lambda n: (n, 2))
     elif function == "one Linear":
         eager, shape = torch.nn.Linear(2, 1).double(), (lambda n: (n, 2))
+    elif function in GRADCHECK_VIEWS:
+        eager, shape = GRADCHECK_VIEWS[function], (lambda n: (n, 2))
     elif function == "tanh(x).sum()":
         eager, shape = (lambda t: torch.tanh(t).sum()), (lambda n: (n,))
     else:
@@ -2130,7 +2151,11 @@ def compiled_mlp_after(case):
     if step is not None:
         batch = torch.randn(*shape(step[1]), dtype=torch.float64, generator=generator,
                             requires_grad=step[0])
-        compiled(batch).sum().backward()
+        outputs = compiled(batch)
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        sum(output.sum() for output in outputs).backward()
+    if case.endswith(", in a loss"):
+        return (lambda t: compiled(t).sum()), inputs
     return compiled, inputs
 
 def gradcheck_raises_after_any_training_step(state) -> bool:
@@ -2148,7 +2173,7 @@ def gradcheck_raises_after_any_training_step(state) -> bool:
 
 
 def test_howto39_1_gradcheck_passes_after_a_training_step_on_plain_data(real_claims):
-    replay(real_claims, "how-to/check-gradients", "`gradcheck` passes on a freshly compiled function",
+    replay(real_claims, "how-to/check-gradients", "Handed such a computing function itself, `gradcheck` passes",
            gradcheck_raises_after_any_training_step, GRADCHECK_AFTER_TRAINING,
            fails_on="plain data, batch 4")
 
@@ -5018,3 +5043,40 @@ def test_s26_r1_an_edited_view_from_chunk_or_taken_under_no_grad_raises(real_cla
     replay(real_claims, "reference/glossary", "an in-place edit there is not recorded either",
            an_edited_tensor_keeps_a_grad_fn_of_its_old_value, *S26_NO_GRAD_FAMILIES,
            fails_on="'(x * 2).chunk(3)[0]'")
+
+
+# -- r25h5: check-gradients.md's compile sentences --------------------------------
+
+def gradgradcheck_always_raises_under_aot_eager(case) -> bool:
+    """r25h5 R5, check-gradients.md (14ca9fc:496): "With `backend="aot_eager"`,
+    `gradgradcheck` always raises", of a function returning only views of its input."""
+    compiled, inputs = compiled_mlp_after(case)
+    try:
+        torch.autograd.gradgradcheck(compiled, (inputs,))
+    except RuntimeError:
+        return True
+    return False
+
+
+def test_r25h5_r5_gradgradcheck_passes_on_views_only(real_claims):
+    replay(real_claims, "how-to/check-gradients", "With `backend=\"aot_eager\"`, `gradgradcheck` raises on a",
+           gradgradcheck_always_raises_under_aot_eager, GRADCHECK_ALL_CASES, fails_on="t[1:].t()")
+
+
+def gradgradcheck_raises_the_double_backward_error(case) -> bool:
+    """r25h5 R1, check-gradients.md (14ca9fc:497-500): after a fresh compile,
+    "`gradgradcheck` then raises "torch.compile with aot_autograd does not currently
+    support double backward"", with no word on how the compiled module is passed."""
+    if not case.removesuffix(", in a loss").endswith("freshly compiled") or case.split(", ")[0] in GRADCHECK_VIEWS:
+        return True
+    compiled, inputs = compiled_mlp_after(case)
+    try:
+        torch.autograd.gradgradcheck(compiled, (inputs,))
+    except RuntimeError as error:
+        return "does not currently support double backward" in str(error)
+    return False
+
+
+def test_r25h5_r1_a_loss_outside_the_compiled_module_raises_another_error(real_claims):
+    replay(real_claims, "how-to/check-gradients", "With `backend=\"aot_eager\"`, `gradgradcheck` raises on a",
+           gradgradcheck_raises_the_double_backward_error, GRADCHECK_ALL_CASES, fails_on="in a loss")
