@@ -20,7 +20,10 @@ from pathlib import Path
 
 # The kernelspec key that carries the fingerprint into jupyter-cache's hash.
 FINGERPRINT_KEY = "inputs_fingerprint"
-IMPORT_LINE = re.compile(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", re.MULTILINE)
+# A line of a page that may hold an import; each is read with Python's ast.
+IMPORT_LINE = re.compile(r"^.*\b(?:from|import)\b.*$", re.MULTILINE)
+# A line ast cannot read alone (the first of `from x import (`...): its first name.
+IMPORT_START = re.compile(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)")
 ENGINE = Path(__file__).resolve().parent.parent  # autograd_docs/
 
 # How nbclient records a page's outputs, whichever way the page runs
@@ -47,7 +50,7 @@ def environment_fingerprint() -> str:
 def snippets_imported(source: str, snippets_dir: Path) -> list[Path]:
     """The snippet files a page's source imports, followed through snippets."""
     found: dict[str, Path] = {}
-    pending = list(IMPORT_LINE.findall(source))
+    pending = list(_page_imports(source))
     while pending:
         name = pending.pop()
         path = snippets_dir / f"{name}.py"
@@ -56,6 +59,18 @@ def snippets_imported(source: str, snippets_dir: Path) -> list[Path]:
         found[name] = path
         pending += _top_level_imports(path.read_text(encoding="utf8"), str(path))
     return sorted(found.values())
+
+
+def _page_imports(source: str) -> list[str]:
+    """The modules a page's lines import, every name of each statement
+    (`import json, oracle`, `import torch; import oracle`), by their first name."""
+    names: list[str] = []
+    for line in IMPORT_LINE.findall(source):
+        try:
+            names += _top_level_imports(line.strip(), "<page>")
+        except SyntaxError:
+            names += IMPORT_START.findall(line)
+    return names
 
 
 @cache
@@ -74,7 +89,7 @@ def _top_level_imports(source: str, filename: str) -> tuple[str, ...]:
 def engine_sources(source: str) -> list[Path]:
     """This package's own files, if a page's source imports it (a page that prints
     the engine's registry of messages must re-execute when a message changes)."""
-    if "autograd_docs" not in IMPORT_LINE.findall(source):
+    if "autograd_docs" not in _page_imports(source):
         return []
     return engine_files()
 
