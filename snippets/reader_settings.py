@@ -156,6 +156,19 @@ def batch_norm_models(draw, sides: tuple[int, int] = (3, 6)) -> Setting:
                    model, _leaf(seed, *shape), norm.__name__)
 
 
+def batch_norm_models_with_one_value() -> st.SearchStrategy[Setting]:
+    """``batch_norm_models`` with sides 2 to 4, and the length-1 sequences and 1x1
+    images its first 20 draws with side 1 give: a batch of one holds one value
+    per channel there."""
+    from families import labelled, members
+    one_value = [s for s in members(batch_norm_models(sides=(1, 1)), 20) if s.inputs.dim() > 2]
+    assert {s.inputs.dim() for s in one_value} == {3, 4}, one_value  # sequences and images
+    return labelled(st.one_of(st.sampled_from(one_value), batch_norm_models(sides=(2, 4))),
+                    "models with BatchNorm in training mode: BatchNorm1d on rows (N, F) and on "
+                    "sequences (N, C, L), BatchNorm2d on images (B, C, H, W); L = 1 and 1x1 "
+                    "images among them")
+
+
 @dataclass(frozen=True)
 class Loss:
     """A loss of several terms, each a scalar function of the same tensor."""
