@@ -126,28 +126,47 @@ def train_mode_models(draw, layers: tuple[str, ...] = tuple(_TRAIN_LAYERS)) -> S
                    _leaf(seed, batch, features), layer)
 
 
-@named("models with BatchNorm in training mode: BatchNorm1d on rows (N, F) and on "
-       "sequences (N, C, L), BatchNorm2d on image batches (B, C, H, W)")
+def _batch_norm_words(sides: tuple[int, int] = (3, 6)) -> str:
+    return ("models with BatchNorm in training mode: BatchNorm1d on rows (N, F) and on "
+            "sequences (N, C, L), BatchNorm2d on image batches (B, C, H, W)"
+            + ("" if sides == (3, 6) else f", L and H = W from {sides[0]} to {sides[1]}"))
+
+
+@named(_batch_norm_words)
 @st.composite
-def batch_norm_models(draw) -> Setting:
+def batch_norm_models(draw, sides: tuple[int, int] = (3, 6)) -> Setting:
     """BatchNorm as readers use it: BatchNorm1d in an MLP, or after a Conv1d on
-    sequences, or BatchNorm2d after a conv on images; a sequence's or an image's
-    batch of one still holds L or H * W values per channel."""
+    sequences, or BatchNorm2d after a conv on images. With the default sides (3 to
+    6) a sequence's or an image's batch of one still holds L or H * W values per
+    channel; ``sides=(1, 6)`` also draws L = 1 and 1x1 images, which hold one."""
     layout = draw(st.sampled_from(("rows", "images", "sequences")))
     if layout == "rows":
         return draw(train_mode_models(layers=("BatchNorm1d",)))
-    sides = 1 if layout == "sequences" else 2  # L, or H and W
-    conv, norm = ((torch.nn.Conv1d, torch.nn.BatchNorm1d) if sides == 1
+    dims = 1 if layout == "sequences" else 2  # L, or H and W
+    conv, norm = ((torch.nn.Conv1d, torch.nn.BatchNorm1d) if dims == 1
                   else (torch.nn.Conv2d, torch.nn.BatchNorm2d))
     batch, channels, side, seed = (draw(BATCH_SIZES), draw(st.integers(1, 3)),
-                                   draw(st.integers(3, 6)), draw(SEEDS))
+                                   draw(st.integers(*sides)), draw(SEEDS))
     with seeded(seed):
         model = torch.nn.Sequential(
             conv(channels, 2, 3, padding=1), norm(2), torch.nn.Tanh(), torch.nn.Flatten(),
-            torch.nn.Linear(2 * side**sides, 1)).to(DTYPE).train()
-    shape = (batch, channels) + (side,) * sides
+            torch.nn.Linear(2 * side**dims, 1)).to(DTYPE).train()
+    shape = (batch, channels) + (side,) * dims
     return Setting(f"conv with {norm.__name__} (train) on {shape} {layout}, seed {seed}",
                    model, _leaf(seed, *shape), norm.__name__)
+
+
+def batch_norm_models_with_one_value() -> st.SearchStrategy[Setting]:
+    """``batch_norm_models`` with sides 2 to 4, and the length-1 sequences and 1x1
+    images its first 20 draws with side 1 give: a batch of one holds one value
+    per channel there."""
+    from families import labelled, members
+    one_value = [s for s in members(batch_norm_models(sides=(1, 1)), 20) if s.inputs.dim() > 2]
+    assert {s.inputs.dim() for s in one_value} == {3, 4}, one_value  # sequences and images
+    return labelled(st.one_of(st.sampled_from(one_value), batch_norm_models(sides=(2, 4))),
+                    "models with BatchNorm in training mode: BatchNorm1d on rows (N, F) and on "
+                    "sequences (N, C, L), BatchNorm2d on images (B, C, H, W); L = 1 and 1x1 "
+                    "images among them")
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,6 @@ from oracle import (  # noqa: E402
 )
 from reader_settings import (  # noqa: E402
     autocast_dtypes,
-    batch_norm_models,
     compiled_modules,
     losses_with_linear_terms,
     multi_feature_inputs,
@@ -3139,7 +3138,7 @@ def replaced_batch_norm_gives_per_sample_training_gradients(setting) -> None:
 
 def test_s6_f6_replacing_batch_norm_gives_no_per_sample_gradients(real_claims):
     replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "`replace_all_batch_norm_modules_` does not help here",
-           replaced_batch_norm_gives_per_sample_training_gradients, batch_norm_models(),
+           replaced_batch_norm_gives_per_sample_training_gradients, rs_one_value(),
            fails_on="BatchNorm1d", because="Expected more than 1 value per channel")
 
 
@@ -3429,7 +3428,7 @@ def every_replaced_batch_norm_refuses_a_sample(setting) -> bool:
 
 def test_s7_e1_replaced_batch_norm2d_runs_on_images(real_claims):
     replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "`replace_all_batch_norm_modules_` does not help here",
-           every_replaced_batch_norm_refuses_a_sample, batch_norm_models(), fails_on="BatchNorm2d")
+           every_replaced_batch_norm_refuses_a_sample, rs_one_value(), fails_on="BatchNorm2d")
 
 
 def replaced_batch_norm1d_refuses_a_sample(setting) -> bool:
@@ -3441,7 +3440,7 @@ def replaced_batch_norm1d_refuses_a_sample(setting) -> bool:
 
 def test_s9_r1_replaced_batch_norm1d_runs_on_sequences(real_claims):
     replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "`replace_all_batch_norm_modules_` does not help here",
-           replaced_batch_norm1d_refuses_a_sample, batch_norm_models(), fails_on="sequences")
+           replaced_batch_norm1d_refuses_a_sample, rs_one_value(), fails_on="sequences")
 
 
 def unseeded_comparison_agrees_with_the_trick(setting, seed) -> bool:
@@ -5080,3 +5079,6 @@ def gradgradcheck_raises_the_double_backward_error(case) -> bool:
 def test_r25h5_r1_a_loss_outside_the_compiled_module_raises_another_error(real_claims):
     replay(real_claims, "how-to/check-gradients", "With `backend=\"aot_eager\"`, `gradgradcheck` raises on a",
            gradgradcheck_raises_the_double_backward_error, GRADCHECK_ALL_CASES, fails_on="in a loss")
+
+
+from reader_settings import batch_norm_models_with_one_value as rs_one_value  # noqa: E402
