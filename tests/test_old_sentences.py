@@ -3458,6 +3458,8 @@ def unseeded_comparison_agrees_with_the_trick(setting, seed) -> bool:
 
 
 def test_s7_g2_the_trap_comparison_needs_one_dropout_mask(real_claims):
+    from reader_settings import batch_norm_models
+
     replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points", "With Dropout in training mode each",
            unseeded_comparison_agrees_with_the_trick,
            labelled(st.one_of(sample_batches(), batch_norm_models()),
