@@ -2109,7 +2109,8 @@ GRADCHECK_AFTER_TRAINING.family_name = (
 # a loss computed outside it, and functions returning views of their input.
 GRADCHECK_VIEWS = {"t[1:].t()": lambda t: t[1:].t(),
                    "an expand": lambda t: t.unsqueeze(0).expand(3, *t.shape),
-                   "a transpose and its sine": lambda t: (t.t(), t.t().sin())}
+                   "a transpose and its sine": lambda t: (t.t(), t.t().sin()),
+                   "a split into rows": lambda t: t.split(1)}
 _COMPUTING = [f"{function}, {state}" for function in GRADCHECK_FUNCTIONS for state in GRADCHECK_STATES
               if function in ("the tanh MLP", "one Linear") or "plain data" not in state]
 GRADCHECK_ALL_CASES = st.sampled_from(
@@ -2119,11 +2120,11 @@ GRADCHECK_ALL_CASES = st.sampled_from(
     + [f"{function}, {state}" for function in GRADCHECK_VIEWS
        for state in ("freshly compiled", "a training step on inputs that require grad, batch 16")]
     + [f"{function}, freshly compiled, in a loss" for function in GRADCHECK_VIEWS
-       if "sine" not in function])
+       if "sine" not in function and "split" not in function])
 GRADCHECK_ALL_CASES.family_name = ("the cases below, each also in a loss computed outside "
                                    "the compiled module, and functions returning views of "
                                    "their input (a slice and transpose, an expand, a "
-                                   "transpose with its sine)")
+                                   "transpose with its sine, a split into rows)")
 
 
 def compiled_mlp_after(case):
