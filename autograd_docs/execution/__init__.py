@@ -25,10 +25,8 @@ REPLACED_WARNINGS = ["mystnb.exec"]
 
 
 def _note_snippet_dependencies(app: Sphinx, docname: str, source: list[str]) -> None:
-    sources = [
-        *cache_key.snippets_imported(source[0], settings.of(app).snippets),
-        *cache_key.engine_sources(source[0]),
-    ]
+    snippets = cache_key.snippets_imported(source[0], settings.of(app).snippets)
+    sources = [*snippets, *cache_key.engine_sources(source[0], snippets)]
     for path in sources:
         app.env.note_dependency(str(path))
     fingerprints = build_state.of(app).page_fingerprints

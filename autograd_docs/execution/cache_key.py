@@ -15,6 +15,7 @@ import hashlib
 import importlib.metadata
 import re
 import sys
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
@@ -86,12 +87,51 @@ def _top_level_imports(source: str, filename: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def engine_sources(source: str) -> list[Path]:
+def engine_sources(source: str, snippets: Sequence[Path] = ()) -> list[Path]:
     """This package's own files, if a page's source imports it (a page that prints
-    the engine's registry of messages must re-execute when a message changes)."""
-    if "autograd_docs" not in _page_imports(source):
-        return []
-    return engine_files()
+    the engine's registry of messages must re-execute when a message changes);
+    else the engine modules its snippets import (``oracle`` reads
+    ``autograd_docs.claim_record``), followed through their own imports."""
+    if "autograd_docs" in _page_imports(source):
+        return engine_files()
+    found: dict[str, Path] = {}
+    pending = [
+        name
+        for path in snippets
+        for name in _engine_imports(path.read_text(encoding="utf8"), str(path))
+    ]
+    while pending:
+        name = pending.pop()
+        parts = name.split(".")[1:]
+        path = next(
+            (
+                candidate
+                for candidate in (
+                    ENGINE.joinpath(*parts, "__init__.py"),
+                    ENGINE.joinpath(*parts).with_suffix(".py"),
+                )
+                if name.startswith("autograd_docs") and candidate.is_file()
+            ),
+            None,
+        )
+        if path is None or name in found:
+            continue
+        found[name] = path
+        pending += _engine_imports(path.read_text(encoding="utf8"), str(path))
+        pending += [".".join(name.split(".")[:-1])]  # its package's __init__ runs first
+    return sorted(found.values())
+
+
+@cache
+def _engine_imports(source: str, filename: str) -> tuple[str, ...]:
+    """The dotted names of the engine modules a Python source imports absolutely."""
+    names: list[str] = []
+    for node in ast.walk(ast.parse(source, filename=filename)):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.append(node.module)
+    return tuple(name for name in names if name.split(".")[0] == "autograd_docs")
 
 
 def engine_files() -> list[Path]:
