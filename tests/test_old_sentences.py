@@ -5085,3 +5085,56 @@ def test_r25h5_r1_a_loss_outside_the_compiled_module_raises_another_error(real_c
 
 
 from reader_settings import batch_norm_models_with_one_value as rs_one_value  # noqa: E402
+
+# -- n26c F2: differentiation-apis.md, strict=True around a backward that cuts grad ------
+
+def strict_raises_where_only_linear_maps_surround(g, built, bypass, around) -> bool:
+    """n26c F2, differentiation-apis.md (fc9e3cf:2000-2004): a `backward` on detached
+    saved tensors loses the second derivative "with no error unless only linear maps
+    (a sum, a mean, a linear layer) surround the Function and nothing bypasses it: then
+    zeros, and `strict=True` raises"; read as the learner does, strict=True raises there
+    and only there. A ReLU after the Function gives zeros too, and hvp's strict raises."""
+    from torch.autograd import functional
+
+    class DetachedSaved(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            ctx.save_for_backward(t)
+            return g(t)
+
+        @staticmethod
+        def backward(ctx, grad):
+            (t,) = ctx.saved_tensors
+            with torch.enable_grad():
+                at = t.detach().requires_grad_()
+                return grad * torch.autograd.grad(g(at), at, torch.ones_like(at))[0]
+
+    if built != "PyTorch on detached saved tensors" or bypass or around not in ("relu", "sum", "mean"):
+        return True
+    after = torch.relu if around == "relu" else (lambda c: c)
+    reduce = torch.mean if around == "mean" else torch.sum
+    at, direction = g.point(0), g.point(1)
+    try:
+        functional.hvp(lambda t: reduce(after(DetachedSaved.apply(t))), at, direction, strict=True)
+    except RuntimeError:
+        return around != "relu"
+    return around == "relu"
+
+
+def test_n26c_f2_strict_raises_after_a_relu_too(real_claims):
+    from families import elementwise_maps
+
+    replay(real_claims, "reference/differentiation-apis",
+           "A custom {py:class}`torch.autograd.Function` with a `forward` and a `backward` but no",
+           strict_raises_where_only_linear_maps_surround, elementwise_maps(),
+           labelled(st.sampled_from(["PyTorch operations", "PyTorch on detached saved tensors",
+                                     "@once_differentiable", "NumPy on detached values"]),
+                    "backwards built from PyTorch operations, from PyTorch operations on detached "
+                    "saved tensors, marked @once_differentiable, or in NumPy on detached values"),
+           labelled(st.booleans(), "the Function the only path, or + t**2 (a second path from input to output)"),
+           labelled(st.sampled_from(["sum", "mean", "sin", "relu", "linear, relu", "sin before", "relu before",
+                                     "linear before", "linear layers", "layers"]),
+                    "the Function followed by a sum, a mean, .sin(), a ReLU or Linear -> ReLU and a "
+                    "sum; after .sin(), a ReLU or a Linear and followed by a sum; or Linear -> "
+                    "Function -> Linear -> sum or squared loss"),
+           fails_on="relu")
