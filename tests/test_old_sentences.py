@@ -5093,7 +5093,8 @@ def strict_raises_where_only_linear_maps_surround(g, built, bypass, around) -> b
     saved tensors loses the second derivative "with no error unless only linear maps
     (a sum, a mean, a linear layer) surround the Function and nothing bypasses it: then
     zeros, and `strict=True` raises"; read as the learner does, strict=True raises there
-    and only there. A ReLU after the Function gives zeros too, and hvp's strict raises."""
+    and only there. A ReLU before or after the Function gives zeros too, and hvp's
+    strict=True raises."""
     from torch.autograd import functional
 
     class DetachedSaved(torch.autograd.Function):
@@ -5109,16 +5110,17 @@ def strict_raises_where_only_linear_maps_surround(g, built, bypass, around) -> b
                 at = t.detach().requires_grad_()
                 return grad * torch.autograd.grad(g(at), at, torch.ones_like(at))[0]
 
-    if built != "PyTorch on detached saved tensors" or bypass or around not in ("relu", "sum", "mean"):
+    if built != "PyTorch on detached saved tensors" or bypass or around not in ("sum", "mean", "relu", "relu before"):
         return True
-    after = torch.relu if around == "relu" else (lambda c: c)
+    before, after = (torch.relu, torch.relu) if around.startswith("relu") else ((lambda t: t), (lambda t: t))
+    before, after = (before, (lambda c: c)) if around == "relu before" else ((lambda t: t), after)
     reduce = torch.mean if around == "mean" else torch.sum
     at, direction = g.point(0), g.point(1)
     try:
-        functional.hvp(lambda t: reduce(after(DetachedSaved.apply(t))), at, direction, strict=True)
+        functional.hvp(lambda t: reduce(after(DetachedSaved.apply(before(t)))), at, direction, strict=True)
     except RuntimeError:
-        return around != "relu"
-    return around == "relu"
+        return not around.startswith("relu")
+    return around.startswith("relu")
 
 
 def test_n26c_f2_strict_raises_after_a_relu_too(real_claims):
@@ -5128,9 +5130,11 @@ def test_n26c_f2_strict_raises_after_a_relu_too(real_claims):
            "A custom {py:class}`torch.autograd.Function` with a `forward` and a `backward` but no",
            strict_raises_where_only_linear_maps_surround, elementwise_maps(),
            labelled(st.sampled_from(["PyTorch operations", "PyTorch on detached saved tensors",
-                                     "@once_differentiable", "NumPy on detached values"]),
+                                     "@once_differentiable", "NumPy on detached values",
+                                     "PyTorch on a tensor computed in forward"]),
                     "backwards built from PyTorch operations, from PyTorch operations on detached "
-                    "saved tensors, marked @once_differentiable, or in NumPy on detached values"),
+                    "saved tensors, marked @once_differentiable, in NumPy on detached values, or "
+                    "from PyTorch operations on a tensor computed in forward"),
            labelled(st.booleans(), "the Function the only path, or + t**2 (a second path from input to output)"),
            labelled(st.sampled_from(["sum", "mean", "sin", "relu", "linear, relu", "sin before", "relu before",
                                      "linear before", "linear layers", "layers"]),
