@@ -2826,9 +2826,24 @@ def j0_follow_ups():
                     "what follows the Function: " + ", ".join(J0_FOLLOW_UPS))
 
 
-def j0_second_derivatives(other_terms, values, follow_up):
-    """The BesselJ0 recipe's second derivative of ``follow_up(J0(x)) + other_terms`` (None
-    when it raises) and the true one, through a J0 whose backward is differentiable."""
+J0_BEFORE = {  # as the page's check has them: what x goes through before the Function
+    "x": lambda at: at,
+    "2 * x": lambda at: 2 * at,
+    "x ** 2": lambda at: at**2,
+    "x.tanh()": lambda at: at.tanh(),
+    "Linear(x)": None,
+}
+
+
+def j0_befores():
+    return labelled(st.sampled_from(sorted(J0_BEFORE)),
+                    "what x goes through before it: " + ", ".join(J0_BEFORE))
+
+
+def j0_second_derivatives(other_terms, values, follow_up, before="x"):
+    """The BesselJ0 recipe's second derivative of ``follow_up(J0(before(x))) + other_terms``
+    with respect to x (None when it raises) and the true one, through a J0 whose backward
+    is differentiable."""
     from custom_backwards import CUSTOM_BACKWARDS
 
     j0_function, _ = CUSTOM_BACKWARDS["J0, backward calls bessel_j1"]
@@ -2857,9 +2872,14 @@ def j0_second_derivatives(other_terms, values, follow_up):
 
     after, _ = J0_FOLLOW_UPS[follow_up]
     at = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    if before == "Linear(x)":
+        torch.manual_seed(len(values))
+        into = torch.nn.Linear(len(values), len(values)).double()
+    else:
+        into = J0_BEFORE[before]
     found = []
     for j0 in (j0_function.apply, TrueJ0.apply):
-        (slope,) = torch.autograd.grad(after(j0(at)) + other_terms(at), at, create_graph=True)
+        (slope,) = torch.autograd.grad(after(j0(into(at))) + other_terms(at), at, create_graph=True)
         try:
             found.append(torch.autograd.grad(slope.sum(), at)[0])
         except RuntimeError:
@@ -2867,10 +2887,10 @@ def j0_second_derivatives(other_terms, values, follow_up):
     return found
 
 
-def j0_recipe_gives_the_second_derivative(other_terms, values, follow_up) -> bool:
+def j0_recipe_gives_the_second_derivative(other_terms, values, follow_up, before="x") -> bool:
     """F5, handle-operations...md: the BesselJ0 recipe, read as J0's derivative at every
     order a loss asks for: its second derivative would be the true one."""
-    got, true = j0_second_derivatives(other_terms, values, follow_up)
+    got, true = j0_second_derivatives(other_terms, values, follow_up, before)
     return got is not None and torch.allclose(got, true)
 
 
@@ -2879,7 +2899,7 @@ def test_s6_h2_f5_the_j0_recipe_gives_first_derivatives_only(real_claims):
 
     replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
            "This Function gives first derivatives only", j0_recipe_gives_the_second_derivative,
-           losses_with_linear_terms(terms=st.integers(0, 3)), backward_points(), j0_follow_ups(),
+           losses_with_linear_terms(terms=st.integers(0, 3)), backward_points(), j0_follow_ups(), j0_befores(),
            fails_on="")
 
 
@@ -4008,7 +4028,7 @@ def bessel_penalty_raises_without_other_terms(setting) -> bool:
 
 
 def test_s10_b6_bessel_inside_a_critic_runs_silently(real_claims):
-    replay(real_claims, "how-to/handle-operations-with-no-useful-derivative", "A second derivative through it",
+    replay(real_claims, "how-to/handle-operations-with-no-useful-derivative", "(with `create_graph=True`, in a gradient penalty, say) is wrong",
            bessel_penalty_raises_without_other_terms, multi_feature_inputs(), fails_on="tanh MLP")
 
 
@@ -4074,10 +4094,10 @@ def test_s11_b2_attention_raises_only_without_dropout(real_claims):
            attention_penalty_raises_in_train_and_eval, attention_critics(), fails_on="'TransformerEncoderLayer', 'train()', 0.1")
 
 
-def j0_raises_only_last_with_the_ones_seed(other_terms, values, follow_up) -> bool:
+def j0_raises_only_last_with_the_ones_seed(other_terms, values, follow_up, before="x") -> bool:
     """s11 B1: "It raises \"element 0 of tensors does not require grad\" only when the loss
     reaches `x` through the Function alone, last, with the seed of ones"."""
-    got, _ = j0_second_derivatives(other_terms, values, follow_up)
+    got, _ = j0_second_derivatives(other_terms, values, follow_up, before)
     return (got is None) == (follow_up == ".sum()" and not other_terms.terms)
 
 
@@ -4087,7 +4107,7 @@ def test_s11_b1_j0_raises_whenever_only_constants_follow(real_claims):
     replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
            "It raises \"element 0 of tensors does not require grad\" when",
            j0_raises_only_last_with_the_ones_seed, losses_with_linear_terms(terms=st.integers(0, 3)),
-           backward_points(), j0_follow_ups(), fails_on="no other term")
+           backward_points(), j0_follow_ups(), j0_befores(), fails_on="no other term")
 
 
 # -- s10 refA R1: first.requires_grad False is no proof of a zero second derivative --
@@ -4978,12 +4998,12 @@ def test_s25_audit_23_zero_times_inf_leaks_as_nan(real_claims):
 
 # -- r25h3 R1: a linear term beside BesselJ0 leaves the second derivative raising --
 
-def j0_runs_beside_any_other_term(other_terms, values, follow_up) -> bool:
+def j0_runs_beside_any_other_term(other_terms, values, follow_up, before="x") -> bool:
     """r25h3 R1, handle-operations...md: "It raises ... when the loss reaches `x` through
     the Function alone, followed only by linear operations with constant coefficients
     (...); after a nonlinear operation such as `** 2` or `tanh`, or beside another term,
     it runs, wrong": it raises exactly when a linear follow-up has no other term beside it."""
-    got, _ = j0_second_derivatives(other_terms, values, follow_up)
+    got, _ = j0_second_derivatives(other_terms, values, follow_up, before)
     return (got is None) == (J0_FOLLOW_UPS[follow_up][1] and not other_terms.terms)
 
 
@@ -4993,7 +5013,7 @@ def test_r25h3_r1_j0_raises_beside_a_linear_term(real_claims):
     replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
            "It raises \"element 0 of tensors does not require grad\" when",
            j0_runs_beside_any_other_term, losses_with_linear_terms(terms=st.integers(0, 3)),
-           backward_points(), j0_follow_ups(), fails_on="3 * x.mean()")
+           backward_points(), j0_follow_ups(), j0_befores(), fails_on="3 * x.mean()")
 
 
 # -- r25h1 R4: the diagonal of J has x's own shape for a square x too ----------------------
@@ -5142,3 +5162,85 @@ def test_n26c_f2_strict_raises_after_a_relu_too(real_claims):
                     "sum; after .sin(), a ReLU or a Linear and followed by a sum; or Linear -> "
                     "Function -> Linear -> sum or squared loss"),
            fails_on="relu")
+
+
+# -- r27h3 R1, R6: what x goes through before BesselJ0 matters too -------------------------
+
+def j0_raises_whenever_only_linear_operations_follow(other_terms, values, follow_up, before="x") -> bool:
+    """r27h3 R1, handle-operations...md: "It raises ... when only linear operations with
+    constant coefficients follow the Function (...) and any other term is linear in `x`
+    with constant coefficients too": whatever the Function's input. J0(x ** 2).sum()
+    runs, silently wrong."""
+    from reader_settings import LINEAR_LOSS_TERMS
+
+    got, _ = j0_second_derivatives(other_terms, values, follow_up, before)
+    linear = J0_FOLLOW_UPS[follow_up][1] and all(term in LINEAR_LOSS_TERMS for term in other_terms.terms)
+    return (got is None) == linear
+
+
+def test_r27h3_r1_j0_runs_after_a_nonlinear_input(real_claims):
+    from custom_backwards import backward_points
+
+    replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
+           "It raises \"element 0 of tensors does not require grad\" when",
+           j0_raises_whenever_only_linear_operations_follow, losses_with_linear_terms(terms=st.integers(0, 3)),
+           backward_points(), j0_follow_ups(), j0_befores(), fails_on="x ** 2")
+
+
+def j0_keeps_only_what_flows_through_grad_output(other_terms, values, follow_up, before="x") -> bool:
+    """r27h3 R6: the second derivative "keeps only what flows through `grad_output`": with
+    a linear follow-up (a constant grad_output) the J0 path adds nothing to it, whatever
+    comes before the Function. J0(x ** 2).sum() adds -2 J1(x ** 2) from pow's backward."""
+    got, _ = j0_second_derivatives(other_terms, values, follow_up, before)
+    if got is None or not J0_FOLLOW_UPS[follow_up][1]:
+        return True
+    at = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    (slope,) = torch.autograd.grad(other_terms(at) + 0 * at.sum(), at, create_graph=True)
+    if not slope.requires_grad:
+        return bool(torch.equal(got, torch.zeros_like(got)))
+    (other,) = torch.autograd.grad(slope.sum(), at)
+    return torch.allclose(got, other)
+
+
+def test_r27h3_r6_j0_keeps_what_the_input_side_contributes(real_claims):
+    from custom_backwards import backward_points
+
+    replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
+           "A second derivative through it (with `create_graph=True`",
+           j0_keeps_only_what_flows_through_grad_output, losses_with_linear_terms(terms=st.integers(0, 3)),
+           backward_points(), j0_follow_ups(), j0_befores(), fails_on="x ** 2")
+
+
+# -- r27h3 R5: the Transformer layers default to batch_first=False too --------------------
+
+SEQUENCE_KINDS = ("LSTM", "GRU", "RNN", "MultiheadAttention", "TransformerEncoderLayer",
+                  "TransformerDecoderLayer", "TransformerEncoder", "Transformer")  # as the page has them
+
+
+def unlisted_layers_take_dim_0_as_the_batch(kind_first_sizes) -> bool:
+    """r27h3 R5, penalize-the-gradient...md: "build `nn.LSTM`, `nn.GRU`, `nn.RNN` and
+    `nn.MultiheadAttention` with `batch_first=True`", read as readers act on it: the layers
+    it leaves out (the Transformer ones the page recommends) take dim 0 as the batch as
+    built by default. They default to batch_first=False."""
+    import warnings
+
+    kind = kind_first_sizes[0]
+    if kind in SEQUENCE_KINDS[:4]:
+        return True
+    small = dict(d_model=3, nhead=1, dim_feedforward=8, dropout=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        if kind == "Transformer":
+            return torch.nn.Transformer(**small, num_encoder_layers=1, num_decoder_layers=1).batch_first
+        layer = getattr(torch.nn, kind.replace("Encoder", "EncoderLayer") if kind == "TransformerEncoder" else kind)(**small)
+    return layer.self_attn.batch_first
+
+
+def test_r27h3_r5_transformer_layers_default_to_time_first(real_claims):
+    family = labelled(st.tuples(st.sampled_from(sorted(SEQUENCE_KINDS)), st.booleans(),
+                                st.integers(2, 4), st.integers(3, 5), st.integers(0, 3)),
+                      "critics " + ", ".join(SEQUENCE_KINDS) + " -> last step -> Linear, "
+                      "batch_first True and False, 2-4 sequences of 3-5 steps")
+    replay(real_claims, "how-to/penalize-the-gradient-with-respect-to-the-inputs",
+           "Both lines take dim 0 as the batch", unlisted_layers_take_dim_0_as_the_batch, family,
+           fails_on="Transformer")
