@@ -5244,3 +5244,79 @@ def test_r27h3_r5_transformer_layers_default_to_time_first(real_claims):
     replay(real_claims, "how-to/penalize-the-gradient-with-respect-to-the-inputs",
            "Both lines take dim 0 as the batch", unlisted_layers_take_dim_0_as_the_batch, family,
            fails_on="Transformer")
+
+
+# -- r27h4: write-a-custom-autograd-function.md R1, R2, R3 ------------------------
+
+def an_unrecorded_backward_is_silently_wrong_at_second_order(name, values, other_terms) -> bool:
+    """r27h4 R2, write-a-custom-autograd-function.md (fc9e3cf:473-477): a backward reading
+    a constant "the first derivative is right, the second silently wrong", in every
+    setting. With the Function alone, or beside terms linear in x, the second pass raises
+    "element 0 of tensors does not require grad"."""
+    from custom_backwards import CUSTOM_BACKWARDS
+
+    function, differentiable = CUSTOM_BACKWARDS[name]
+    if differentiable:
+        return True
+    at = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    (slope,) = torch.autograd.grad(function.apply(at).sum() + other_terms(at), at, create_graph=True)
+    try:
+        torch.autograd.grad(slope.sum(), at)
+    except RuntimeError:
+        return False
+    return True
+
+
+def test_r27h4_r2_a_constant_backward_raises_when_alone(real_claims):
+    from custom_backwards import backward_points, custom_backwards
+
+    replay(real_claims, CUSTOM_FUNCTION_PAGE, "and the second misses every term through that constant.",
+           an_unrecorded_backward_is_silently_wrong_at_second_order, custom_backwards(), backward_points(),
+           losses_with_linear_terms(), fails_on="")
+
+
+def autograd_grad_is_a_workaround_for_once_differentiable(setting, place) -> bool:
+    """r27h4 R1, write-a-custom-autograd-function.md (fc9e3cf:1476-1482, 2146-2149):
+    "`autograd.grad` skips the error", read as a way past it: in a gradient penalty,
+    autograd.grad(penalty, params, allow_unused=True) would give the gradients of the
+    same critic with a recorded cube. It gives None or wrong ones."""
+    from custom_backwards import CUSTOM_BACKWARDS
+
+    cube, _ = CUSTOM_BACKWARDS["x³, backward through NumPy, @once_differentiable"]
+    m = setting.model
+    params = list(m.parameters())
+    found = []
+    for apply in (cube.apply, lambda t: t**3):
+        x_hat = setting.inputs.detach().requires_grad_()
+        scores = apply(m(x_hat)) if place.startswith("last") else m[2](apply(m[1](m[0](x_hat))))
+        (slope,) = torch.autograd.grad(scores, x_hat, torch.ones_like(scores), create_graph=True)
+        penalty = ((slope.norm(dim=1) - 1) ** 2).mean()
+        found.append(torch.autograd.grad(penalty, params, allow_unused=True))
+    return all((a is None) == (b is None) and (a is None or torch.allclose(a, b)) for a, b in zip(*found))
+
+
+def test_r27h4_r1_autograd_grad_drops_the_cube_in_a_penalty(real_claims):
+    places = labelled(st.sampled_from(["last: cube(critic(x))", "inside: Linear · Tanh · cube · Linear"]),
+                      "the cube last in the critic, or between its layers")
+    replay(real_claims, CUSTOM_FUNCTION_PAGE, "in a gradient penalty, `backward(inputs=...)` or",
+           autograd_grad_is_a_workaround_for_once_differentiable, multi_feature_inputs(), places,
+           fails_on="tanh MLP")
+
+
+def softplus_backward_is_exactly_sigmoid(value, dtype) -> bool:
+    """r27h4 R3, write-a-custom-autograd-function.md (fc9e3cf:244-247): F.softplus has "the
+    backward sigma(x)", read as exact in the dtype the page gradchecks in. Above
+    threshold=20 it is 1, which float64's sigma(x) is not up to about 36.7."""
+    import torch.nn.functional as F
+
+    x = torch.tensor([value], dtype=dtype, requires_grad=True)
+    F.softplus(x).sum().backward()
+    return bool((x.grad == torch.sigmoid(x.detach().double()).to(dtype)).all())
+
+
+def test_r27h4_r3_softplus_is_one_above_its_threshold(real_claims):
+    replay(real_claims, CUSTOM_FUNCTION_PAGE, "(above its `threshold=20`, `F.softplus` returns",
+           softplus_backward_is_exactly_sigmoid,
+           labelled(st.floats(20.01, 45.0), "points above softplus's threshold 20, to 45"),
+           labelled(st.sampled_from([torch.float16, torch.bfloat16, torch.float32, torch.float64]),
+                    "float16, bfloat16, float32, float64"), fails_on="torch.float64")
