@@ -4160,12 +4160,17 @@ def test_s10_refa_r1_an_unrecorded_backward_hides_a_nonzero_second_derivative(re
     from custom_backwards import CUSTOM_BACKWARDS, backward_points
 
     after = ("a sum", ".sin() then a sum", "Linear -> Function -> Linear -> squared loss")
-    names = sorted([*CUSTOM_BACKWARDS, "x³, its input kept in forward(ctx, x)"])
+    names = sorted([*CUSTOM_BACKWARDS, "x³, its input kept in forward(ctx, x)",  # and the page's r27r4 cases
+                    "x³, NumPy on grad.detach(), no decorator", "x³, NumPy on grad.numpy(force=True), no decorator",
+                    "x³, NumPy coefficient times the gradient, no decorator",
+                    "x³, PyTorch operations, @once_differentiable",
+                    "x sin x, reads its input and sin(x) from setup_context"])
     replay(real_claims, "reference/error-messages", "`first.requires_grad` being False does not prove it",
            requires_grad_false_means_a_zero_second_derivative,
            labelled(st.sampled_from(names), "custom Functions whose backward reads saved inputs, saved "
-                    "outputs, tensors made in setup_context or forward, bessel_j1, a detach, NumPy, or "
-                    "an input kept in forward(ctx, x)"),
+                    "outputs, tensors made in setup_context or forward, bessel_j1, a detach, NumPy (on the "
+                    "gradient or a coefficient, with or without @once_differentiable), torch under "
+                    "@once_differentiable, an input and an intermediate, or an input kept in forward(ctx, x)"),
            backward_points(), labelled(st.sampled_from(after), "followed by a sum, .sin() and a sum, "
                                        "or Linear -> Function -> Linear -> squared loss"),
            fails_on="backward calls bessel_j1")
