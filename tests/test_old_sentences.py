@@ -4058,21 +4058,39 @@ def attention_critics():
         ("TransformerEncoderLayer", "train()", 0.0), ("TransformerEncoderLayer", "eval()", 0.0),
         ("MultiheadAttention, need_weights=False", "train()", 0.0),
         ("MultiheadAttention, need_weights=False", "train()", 0.1),
-        ("MultiheadAttention, need_weights=False", "eval()", 0.1)]),
-        "attention critics: TransformerEncoderLayer, MultiheadAttention; train, eval; "
-        "dropout 0.1 (the layer's default), 0")
+        ("MultiheadAttention, need_weights=False", "eval()", 0.1),
+        ("TransformerDecoderLayer", "train()", 0.1), ("TransformerDecoderLayer", "eval()", 0.1),
+        ("TransformerDecoderLayer", "train()", 0.0),
+        ("Transformer", "train()", 0.1), ("Transformer", "eval()", 0.1), ("Transformer", "train()", 0.0),
+        ("TransformerEncoder", "eval()", 0.1), ("TransformerDecoder", "train()", 0.0)]),
+        "attention critics: TransformerEncoderLayer, TransformerDecoderLayer, TransformerEncoder, "
+        "TransformerDecoder, Transformer, MultiheadAttention; train, eval; dropout 0.1 (the layers' default), 0")
 
 
 def attention_penalty_raises(critic_kind, seed=0) -> bool:
     """The penalty's backward through an attention critic: True if it raises the fused
     kernel's missing double backward, False if it runs."""
+    import warnings
+
     kind, mode, p = critic_kind
     torch.manual_seed(seed)
-    layer = torch.nn.TransformerEncoderLayer(4, 2, 8, dropout=p, batch_first=True).double()
+    nn = torch.nn
+    sizes = dict(d_model=4, nhead=2, dim_feedforward=8, dropout=p, batch_first=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        layer = {
+            "TransformerEncoderLayer": lambda: nn.TransformerEncoderLayer(**sizes),
+            "TransformerDecoderLayer": lambda: nn.TransformerDecoderLayer(**sizes),
+            "TransformerEncoder": lambda: nn.TransformerEncoder(
+                nn.TransformerEncoderLayer(**sizes), 2, enable_nested_tensor=False),
+            "TransformerDecoder": lambda: nn.TransformerDecoder(nn.TransformerDecoderLayer(**sizes), 2),
+            "Transformer": lambda: nn.Transformer(**sizes, num_encoder_layers=1, num_decoder_layers=1),
+        }.get(kind, lambda: nn.Identity())().double()
     attention = torch.nn.MultiheadAttention(4, 2, dropout=p, batch_first=True).double()
     module = layer if kind.startswith("Transformer") else attention
     module.train() if mode == "train()" else module.eval()
-    critic = layer if kind.startswith("Transformer") else (
+    two_inputs = "Decoder" in kind or kind == "Transformer"
+    critic = (lambda t: layer(t, t)) if two_inputs else layer if kind.startswith("Transformer") else (  # noqa: E731
         lambda t: attention(t, t, t, need_weights=False)[0])  # noqa: E731
     x_hat = torch.randn(3, 5, 4, dtype=torch.float64, requires_grad=True)
     s = critic(x_hat).sum((1, 2))
@@ -4111,7 +4129,7 @@ def attention_penalty_raises_in_train_and_eval(critic_kind) -> bool:
 
 def test_s11_b2_attention_raises_only_without_dropout(real_claims):
     replay(real_claims, "how-to/penalize-the-gradient-with-respect-to-the-inputs", "On CPU it takes the fused kernel",
-           attention_penalty_raises_in_train_and_eval, attention_critics(), fails_on="'TransformerEncoderLayer', 'train()', 0.1")
+           attention_penalty_raises_in_train_and_eval, attention_critics(), fails_on="'train()', 0.1")
 
 
 def j0_raises_only_last_with_the_ones_seed(other_terms, values, follow_up, before="x") -> bool:
@@ -5345,3 +5363,47 @@ def test_r27h4_r3_softplus_is_one_above_its_threshold(real_claims):
            labelled(st.floats(20.01, 45.0), "points above softplus's threshold 20, to 45"),
            labelled(st.sampled_from([torch.float16, torch.bfloat16, torch.float32, torch.float64]),
                     "float16, bfloat16, float32, float64"), fails_on="torch.float64")
+
+
+# -- n28b-1: the penalty's backward through the Transformer layers raises at dropout 0 ----
+
+def the_recipe_runs_on_every_listed_layer(kind_first_sizes) -> bool:
+    """n28b-1, penalize-the-gradient...md (2e3f21d:204-208): "build `nn.LSTM`, ...,
+    `nn.Transformer` and its encoder and decoder layers with `batch_first=True`" and then
+    the recipe "with no error", read as readers act on it: the penalty's backward runs.
+    Built with dropout=0 (as the check builds them), the Transformer layers take the
+    fused CPU attention kernel, whose backward raises at second order."""
+    import warnings
+
+    kind, first, batch, steps, seed = kind_first_sizes
+    if kind in SEQUENCE_KINDS[:4]:
+        return True
+    torch.manual_seed(seed)
+    small = dict(d_model=3, nhead=1, dim_feedforward=8, dropout=0.0, batch_first=first)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        layer = {
+            "TransformerEncoderLayer": lambda: torch.nn.TransformerEncoderLayer(**small),
+            "TransformerDecoderLayer": lambda: torch.nn.TransformerDecoderLayer(**small),
+            "TransformerEncoder": lambda: torch.nn.TransformerEncoder(
+                torch.nn.TransformerEncoderLayer(**small), 2, enable_nested_tensor=False),
+            "Transformer": lambda: torch.nn.Transformer(**small, num_encoder_layers=1, num_decoder_layers=1),
+        }[kind]().double()
+    x = torch.randn((batch, steps, 3) if first else (steps, batch, 3), dtype=torch.float64, requires_grad=True)
+    out = layer(x, x) if kind in ("TransformerDecoderLayer", "Transformer") else layer(x)
+    (g,) = torch.autograd.grad(out.sum(), x, create_graph=True)
+    try:
+        ((g.flatten(1).norm(dim=1) - 1) ** 2).mean().backward()
+    except RuntimeError:
+        return False
+    return True
+
+
+def test_n28b_1_the_penalty_through_a_transformer_layer_raises(real_claims):
+    family = labelled(st.tuples(st.sampled_from(sorted(SEQUENCE_KINDS)), st.booleans(),
+                                st.integers(2, 4), st.integers(3, 5), st.integers(0, 3)),
+                      "critics " + ", ".join(SEQUENCE_KINDS) + " -> last step -> Linear, "
+                      "batch_first True and False, 2-4 sequences of 3-5 steps")
+    replay(real_claims, "how-to/penalize-the-gradient-with-respect-to-the-inputs",
+           "Through the Transformer layers the penalty's backward can raise",
+           the_recipe_runs_on_every_listed_layer, family, fails_on="Transformer")
