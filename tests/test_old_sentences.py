@@ -30,7 +30,16 @@ import torch
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "snippets"))
-from families import SEEDS, batches, labelled, mixing_maps, points, small_networks, vector_maps  # noqa: E402
+from families import (  # noqa: E402
+    SEEDS,
+    SIZES,
+    batches,
+    labelled,
+    mixing_maps,
+    points,
+    small_networks,
+    vector_maps,
+)
 from forward_saves import forward_ad_cases, forward_mode_saves_nothing  # noqa: E402
 from functional_passes import passes_counted, scalar_kinds  # noqa: E402
 from oracle import (  # noqa: E402
@@ -5407,3 +5416,41 @@ def test_n28b_1_the_penalty_through_a_transformer_layer_raises(real_claims):
     replay(real_claims, "how-to/penalize-the-gradient-with-respect-to-the-inputs",
            "Through the Transformer layers the penalty's backward can raise",
            the_recipe_runs_on_every_listed_layer, family, fails_on="Transformer")
+
+
+# -- n28f-1/2: under inference_mode views, in-place edits and calls with nothing to do keep the tangent --
+
+N28F_OPS = {"x[0:2]": lambda t: t[0:2], "x.unsqueeze(0)": lambda t: t.unsqueeze(0),
+            "x.view(-1)": lambda t: t.view(-1), "x.transpose(0, -1)": lambda t: t.transpose(0, -1),
+            "x.mul_(2)": lambda t: t.mul_(2), "x.sin_()": lambda t: t.sin_(),
+            "x.double()": lambda t: t.double(), "x.contiguous()": lambda t: t.contiguous(),
+            "sin": torch.sin, "2 * x": lambda t: 2 * t, "x.clone()": lambda t: t.clone(),
+            "x.float()": lambda t: t.float(), "flip": lambda t: t.flip(0)}
+N28F_CHAINS = labelled(st.lists(st.sampled_from(sorted(N28F_OPS)), min_size=1, max_size=3),
+                       "chains of views, in-place edits, calls with nothing to do and other operations")
+
+
+def inference_mode_drops_every_tangent(chain, n, seed) -> bool:
+    """n28f-1/2, glossary.md (2e3f21d:2183-2186, 1985-1986): inference_mode "turns
+    forward-mode AD off": "an operation run there on a dual made outside returns none",
+    and of the intermediates "none does" carry a tangent. Views, in-place edits and calls
+    with nothing to do still carry one, seen once the block ends."""
+    import torch.autograd.forward_ad as forward_ad
+
+    generator = torch.Generator().manual_seed(seed)
+    at = torch.randn(n, dtype=torch.float64, generator=generator)
+    u = torch.randn(n, dtype=torch.float64, generator=generator)
+    with forward_ad.dual_level():
+        current = forward_ad.make_dual(at.clone(), u)
+        with torch.inference_mode():
+            for name in chain:
+                current = N28F_OPS[name](current)
+        return forward_ad.unpack_dual(current).tangent is None
+
+
+@pytest.mark.parametrize("quote", ["where `make_dual` attaches none and",
+                                   "unlike {term}`no_grad`, it drops forward-mode tangents"])
+def test_n28f_inference_mode_keeps_tangents_of_views(real_claims, quote):
+    replay(real_claims, "reference/glossary", quote, inference_mode_drops_every_tangent,
+           N28F_CHAINS, labelled(SIZES, "sizes n of x from 2 to 6"),
+           labelled(SEEDS, "seeds of x and of what the check draws with it"), fails_on="x")
