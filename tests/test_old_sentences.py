@@ -3159,9 +3159,12 @@ def only_where_replaced(old_sentence):
     """An old sentence about replace_all_batch_norm_modules_, replayed on the draws of
     the check that also builds BatchNorm with track_running_stats=False: it said
     nothing of those, so they pass."""
-    def said(setting, how):
+    def said(setting, how, mode="train"):  # the old sentences were of training mode
         return True if how != "replace_all_batch_norm_modules_" else old_sentence(setting)
     return said
+
+
+TRAIN_OR_EVAL = labelled(st.sampled_from(("train", "eval")), "the model in training or in eval() mode")
 
 
 def replaced_batch_norm_gives_per_sample_training_gradients(setting) -> None:
@@ -3179,7 +3182,7 @@ def replaced_batch_norm_gives_per_sample_training_gradients(setting) -> None:
 
 def test_s6_f6_replacing_batch_norm_gives_no_per_sample_gradients(real_claims):
     replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "`replace_all_batch_norm_modules_`, or BatchNorm built with",
-           only_where_replaced(replaced_batch_norm_gives_per_sample_training_gradients), rs_one_value(), REPLACED_OR_UNTRACKED,
+           only_where_replaced(replaced_batch_norm_gives_per_sample_training_gradients), rs_one_value(), REPLACED_OR_UNTRACKED, TRAIN_OR_EVAL,
            fails_on="BatchNorm1d", because="Expected more than 1 value per channel")
 
 
@@ -3469,7 +3472,7 @@ def every_replaced_batch_norm_refuses_a_sample(setting) -> bool:
 
 def test_s7_e1_replaced_batch_norm2d_runs_on_images(real_claims):
     replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "`replace_all_batch_norm_modules_`, or BatchNorm built with",
-           only_where_replaced(every_replaced_batch_norm_refuses_a_sample), rs_one_value(), REPLACED_OR_UNTRACKED, fails_on="BatchNorm2d")
+           only_where_replaced(every_replaced_batch_norm_refuses_a_sample), rs_one_value(), REPLACED_OR_UNTRACKED, TRAIN_OR_EVAL, fails_on="BatchNorm2d")
 
 
 def replaced_batch_norm1d_refuses_a_sample(setting) -> bool:
@@ -3481,7 +3484,7 @@ def replaced_batch_norm1d_refuses_a_sample(setting) -> bool:
 
 def test_s9_r1_replaced_batch_norm1d_runs_on_sequences(real_claims):
     replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "`replace_all_batch_norm_modules_`, or BatchNorm built with",
-           only_where_replaced(replaced_batch_norm1d_refuses_a_sample), rs_one_value(), REPLACED_OR_UNTRACKED, fails_on="sequences")
+           only_where_replaced(replaced_batch_norm1d_refuses_a_sample), rs_one_value(), REPLACED_OR_UNTRACKED, TRAIN_OR_EVAL, fails_on="sequences")
 
 
 def unseeded_comparison_agrees_with_the_trick(setting, seed) -> bool:
@@ -5340,3 +5343,31 @@ def test_r27h4_r3_softplus_is_one_above_its_threshold(real_claims):
            labelled(st.floats(20.01, 45.0), "points above softplus's threshold 20, to 45"),
            labelled(st.sampled_from([torch.float16, torch.bfloat16, torch.float32, torch.float64]),
                     "float16, bfloat16, float32, float64"), fails_on="torch.float64")
+
+
+# -- n28e: get-a-full-jacobian-or-hessian.md, differentiate-elementwise...md ----------
+
+def eval_mode_normalizes_with_running_statistics(setting, how, mode) -> bool:
+    """n28e-1 G, get-a-full-jacobian-or-hessian.md (2e3f21d:1265-1268): "take per-sample
+    gradients with the model in `eval()` mode. They are then gradients of ... the network
+    normalized with its running statistics", read for BatchNorm without running
+    statistics too (built untracked, or after replace_all_batch_norm_modules_): there
+    eval() still normalizes with the batch's own statistics, or raises on rows."""
+    import copy
+
+    if mode != "eval":
+        return True
+    model = copy.deepcopy(setting.model)
+    torch.func.replace_all_batch_norm_modules_(model)
+    try:
+        alone = per_sample_gradients(model.eval(), setting.inputs)
+    except ValueError:
+        return False
+    with_running = per_sample_gradients(copy.deepcopy(setting.model).eval(), setting.inputs)
+    return all(torch.allclose(alone[n], with_running[n]) for n in alone)
+
+
+def test_n28e_1_eval_needs_running_statistics(real_claims):
+    replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "`replace_all_batch_norm_modules_`, or BatchNorm built with",
+           eval_mode_normalizes_with_running_statistics, rs_one_value(), REPLACED_OR_UNTRACKED, TRAIN_OR_EVAL,
+           fails_on="BatchNorm")
