@@ -3168,9 +3168,12 @@ def only_where_replaced(old_sentence):
     """An old sentence about replace_all_batch_norm_modules_, replayed on the draws of
     the check that also builds BatchNorm with track_running_stats=False: it said
     nothing of those, so they pass."""
-    def said(setting, how):
+    def said(setting, how, mode="train"):  # the old sentences were of training mode
         return True if how != "replace_all_batch_norm_modules_" else old_sentence(setting)
     return said
+
+
+TRAIN_OR_EVAL = labelled(st.sampled_from(("train", "eval")), "the model in training or in eval() mode")
 
 
 def replaced_batch_norm_gives_per_sample_training_gradients(setting) -> None:
@@ -3188,7 +3191,7 @@ def replaced_batch_norm_gives_per_sample_training_gradients(setting) -> None:
 
 def test_s6_f6_replacing_batch_norm_gives_no_per_sample_gradients(real_claims):
     replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "`replace_all_batch_norm_modules_`, or BatchNorm built with",
-           only_where_replaced(replaced_batch_norm_gives_per_sample_training_gradients), rs_one_value(), REPLACED_OR_UNTRACKED,
+           only_where_replaced(replaced_batch_norm_gives_per_sample_training_gradients), rs_one_value(), REPLACED_OR_UNTRACKED, TRAIN_OR_EVAL,
            fails_on="BatchNorm1d", because="Expected more than 1 value per channel")
 
 
@@ -3478,7 +3481,7 @@ def every_replaced_batch_norm_refuses_a_sample(setting) -> bool:
 
 def test_s7_e1_replaced_batch_norm2d_runs_on_images(real_claims):
     replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "`replace_all_batch_norm_modules_`, or BatchNorm built with",
-           only_where_replaced(every_replaced_batch_norm_refuses_a_sample), rs_one_value(), REPLACED_OR_UNTRACKED, fails_on="BatchNorm2d")
+           only_where_replaced(every_replaced_batch_norm_refuses_a_sample), rs_one_value(), REPLACED_OR_UNTRACKED, TRAIN_OR_EVAL, fails_on="BatchNorm2d")
 
 
 def replaced_batch_norm1d_refuses_a_sample(setting) -> bool:
@@ -3490,7 +3493,7 @@ def replaced_batch_norm1d_refuses_a_sample(setting) -> bool:
 
 def test_s9_r1_replaced_batch_norm1d_runs_on_sequences(real_claims):
     replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "`replace_all_batch_norm_modules_`, or BatchNorm built with",
-           only_where_replaced(replaced_batch_norm1d_refuses_a_sample), rs_one_value(), REPLACED_OR_UNTRACKED, fails_on="sequences")
+           only_where_replaced(replaced_batch_norm1d_refuses_a_sample), rs_one_value(), REPLACED_OR_UNTRACKED, TRAIN_OR_EVAL, fails_on="sequences")
 
 
 def unseeded_comparison_agrees_with_the_trick(setting, seed) -> bool:
@@ -5454,3 +5457,91 @@ def test_n28f_inference_mode_keeps_tangents_of_views(real_claims, quote):
     replay(real_claims, "reference/glossary", quote, inference_mode_drops_every_tangent,
            N28F_CHAINS, labelled(SIZES, "sizes n of x from 2 to 6"),
            labelled(SEEDS, "seeds of x and of what the check draws with it"), fails_on="x")
+
+
+# -- n28e: get-a-full-jacobian-or-hessian.md, differentiate-elementwise...md ----------
+
+def eval_mode_normalizes_with_running_statistics(setting, how, mode) -> bool:
+    """n28e-1 G, get-a-full-jacobian-or-hessian.md (2e3f21d:1265-1268): "take per-sample
+    gradients with the model in `eval()` mode. They are then gradients of ... the network
+    normalized with its running statistics", read for BatchNorm without running
+    statistics too (built untracked, or after replace_all_batch_norm_modules_): there
+    eval() still normalizes with the batch's own statistics, or raises on rows."""
+    import copy
+
+    if mode != "eval":
+        return True
+    model = copy.deepcopy(setting.model)
+    torch.func.replace_all_batch_norm_modules_(model)
+    try:
+        alone = per_sample_gradients(model.eval(), setting.inputs)
+    except ValueError:
+        return False
+    with_running = per_sample_gradients(copy.deepcopy(setting.model).eval(), setting.inputs)
+    return all(torch.allclose(alone[n], with_running[n]) for n in alone)
+
+
+def test_n28e_1_eval_needs_running_statistics(real_claims):
+    replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "`replace_all_batch_norm_modules_`, or BatchNorm built with",
+           eval_mode_normalizes_with_running_statistics, rs_one_value(), REPLACED_OR_UNTRACKED, TRAIN_OR_EVAL,
+           fails_on="BatchNorm")
+
+
+def batch_first_keys_the_batch_sum(kind, batch_first, batch, steps, seed, which, layers) -> bool:
+    """n28e-2 I, differentiate-elementwise-functions-at-many-points.md (2e3f21d:518-522):
+    "`model(x).sum(0)` when the batch comes first; `.sum(1)` on the `(T, B, ...)` output
+    of a module left at `batch_first=False`", read for every output of the module: an
+    LSTM's or GRU's h_n is (layers, B, H) whatever batch_first, and .sum(0) at
+    batch_first=True sums the layers, not the batch."""
+    if kind == "TransformerEncoderLayer" or which != "h_n":
+        return True
+    torch.manual_seed(seed)
+    module = getattr(torch.nn, kind)(4, 3, num_layers=layers, batch_first=batch_first).double().eval()
+    h_n = (lambda b: module(b)[1][0]) if kind == "LSTM" else (lambda b: module(b)[1])
+    dim = 0 if batch_first else 1
+    seq = torch.randn((batch, steps, 4) if batch_first else (steps, batch, 4), dtype=torch.float64)
+    by_sum = torch.func.jacrev(lambda b: h_n(b).sum(dim))(seq)
+    for b in range(batch):
+        one = seq.select(dim, b).unsqueeze(dim)
+        own = torch.func.jacrev(lambda s: h_n(s).sum(1))(one).select(2 + dim, 0)  # (layers, H, ...)
+        mine = by_sum.select(by_sum.dim() - 3 + dim, b)
+        if mine.shape != own.shape or not torch.allclose(mine, own):
+            return False
+    return True
+
+
+def test_n28e_2_h_n_sums_over_dim_1_whatever_batch_first(real_claims):
+    replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points",
+           "(`model(x).sum(0)` when the batch comes first;", batch_first_keys_the_batch_sum,
+           labelled(st.sampled_from(["GRU", "LSTM", "TransformerEncoderLayer"]), "LSTM, GRU, TransformerEncoderLayer"),
+           labelled(st.booleans(), "batch_first=False (the default) and True"),
+           labelled(st.integers(2, 4), "batch sizes 2 to 4"), labelled(st.integers(1, 4), "lengths T 1 to 4"),
+           SEEDS, labelled(st.sampled_from(("output", "h_n")), "the output, or an LSTM's or GRU's h_n"),
+           labelled(st.integers(1, 2), "1 or 2 layers"), fails_on="True")
+
+
+def where_gives_nan_only_where_the_derivative_is_infinite(side, start, dtype) -> bool:
+    """n28e-3 C, differentiate-elementwise-functions-at-many-points.md (2e3f21d:1151-1155):
+    "a side whose derivative is not finite where it is not picked ... puts nan in the
+    gradient there", read with the derivative of mathematics (computed in float64): a
+    finite derivative that overflows the dtype (exp(-t) at t <= -89 in float32, 1 / t
+    near 0 in float16) puts nan there too."""
+    from torch.func import grad, vmap
+
+    fn = {"t**2": lambda t: t**2, "t.sqrt()": torch.sqrt, "t.log()": torch.log, "1 / t": lambda t: 1 / t,
+          "t.exp()": torch.exp, "(-t).exp()": lambda t: (-t).exp()}[side]
+    pts = torch.cat([torch.linspace(start, 3.0, 9), torch.tensor([-89.0, -1e-3, 1e-3])]).to(dtype)
+    by_where = vmap(grad(lambda t: torch.where(t > 0, fn(t), torch.zeros_like(t))))(pts)
+    exact = vmap(grad(fn))(pts.double())
+    return torch.equal(torch.isnan(by_where), (pts <= 0) & ~torch.isfinite(exact))
+
+
+def test_n28e_3_an_overflowing_derivative_puts_nan_too(real_claims):
+    replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points", "Both sides are\ndifferentiated",
+           where_gives_nan_only_where_the_derivative_is_infinite,
+           labelled(st.sampled_from(["(-t).exp()", "1 / t", "t**2", "t.exp()", "t.log()", "t.sqrt()"]),
+                    "sides t**2, sqrt, log, 1/t, exp(t), exp(-t)"),
+           labelled(st.sampled_from([-100.0, -3.0, -1.0, 0.0]),
+                    "points from -100, -3, -1 or 0 to 3, and -89, -0.001, 0.001"),
+           labelled(st.sampled_from([torch.float64, torch.float32, torch.float16, torch.bfloat16]),
+                    "float64, float32, float16, bfloat16"), fails_on="torch.")
