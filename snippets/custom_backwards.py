@@ -134,6 +134,48 @@ def passes_gradgradcheck(name: str, values: list[float]) -> bool:
     return torch.autograd.gradgradcheck(function.apply, (x,), raise_exception=False)
 
 
+class Around:
+    """Where a reader applies the Function: ``before`` maps x to the Function's input,
+    ``after`` maps its output to the loss term (``sum``: straight into the loss).
+    Each ``Linear`` is a layer being trained (its weights require grad)."""
+
+    NONLINEAR = ("sin", "x * x", "relu", "Linear -> ReLU")
+
+    def __init__(self, before: str, after: str) -> None:
+        self.before, self.after = before, after
+
+    def __repr__(self) -> str:
+        return f"{self.before} -> Function -> {self.after}"
+
+    @property
+    def nonlinear(self) -> bool:
+        """Something besides the Function is nonlinear in x."""
+        return self.before in self.NONLINEAR or self.after == "sin"
+
+    @property
+    def trained_layer(self) -> bool:
+        return "Linear" in self.before or "Linear" in self.after
+
+    def loss(self, function, x: torch.Tensor) -> torch.Tensor:
+        """after(function(before(x))) summed; layers seeded, so every call builds the same."""
+        n = x.shape[-1]
+        torch.manual_seed(0)
+        first, last = torch.nn.Linear(n, n).double(), torch.nn.Linear(n, 1).double()
+        u = {"x": lambda t: t, "sin": torch.sin, "x * x": lambda t: t * t,
+             "relu": torch.relu, "Linear": first,
+             "Linear -> ReLU": lambda t: torch.relu(first(t))}[self.before](x)
+        y = function(u)
+        return {"sum": lambda t: t, "sin": torch.sin, "Linear": last}[self.after](y).sum()
+
+
+@named("the Function straight on x or after sin, x * x, relu, Linear, Linear -> ReLU; "
+       "its output summed, or through sin or Linear")
+def around_the_function() -> st.SearchStrategy[Around]:
+    """Maps and trained layers a reader puts before and after a custom Function."""
+    return st.builds(Around, st.sampled_from(["x", *Around.NONLINEAR, "Linear"]),
+                     st.sampled_from(["sum", "sin", "Linear"]))
+
+
 def main() -> None:
     x = torch.tensor([0.5, 1.0, 2.5], dtype=torch.float64, requires_grad=True)
     for name, (function, differentiable) in CUSTOM_BACKWARDS.items():

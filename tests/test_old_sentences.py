@@ -5323,11 +5323,17 @@ def an_unrecorded_backward_is_silently_wrong_at_second_order(name, values, other
 
 
 def test_r27h4_r2_a_constant_backward_raises_when_alone(real_claims):
-    from custom_backwards import backward_points, custom_backwards
+    from custom_backwards import Around, around_the_function, backward_points, custom_backwards
 
+    def straight_on_x(name, values, around, other_terms):  # the old sentence's setting
+        if (around.before, around.after) != ("x", "sum"):
+            return True
+        return an_unrecorded_backward_is_silently_wrong_at_second_order(name, values, other_terms)
+
+    assert repr(Around("x", "sum")) == "x -> Function -> sum"
     replay(real_claims, CUSTOM_FUNCTION_PAGE, "and the second misses every term through that constant.",
-           an_unrecorded_backward_is_silently_wrong_at_second_order, custom_backwards(), backward_points(),
-           losses_with_linear_terms(), fails_on="")
+           straight_on_x, custom_backwards(), backward_points(), around_the_function(),
+           losses_with_linear_terms(), fails_on="x -> Function -> sum")
 
 
 def autograd_grad_is_a_workaround_for_once_differentiable(setting, place) -> bool:
@@ -5545,3 +5551,36 @@ def test_n28e_3_an_overflowing_derivative_puts_nan_too(real_claims):
                     "points from -100, -3, -1 or 0 to 3, and -89, -0.001, 0.001"),
            labelled(st.sampled_from([torch.float64, torch.float32, torch.float16, torch.bfloat16]),
                     "float64, float32, float16, bfloat16"), fails_on="torch.")
+
+
+# -- n28c-1: write-a-custom-autograd-function.md, a map or layer before the Function --
+
+def the_function_alone_raises_element_0(name, values, around, other_terms) -> bool:
+    """n28c-1, write-a-custom-autograd-function.md (2e3f21d:547-551): a backward reading a
+    constant misses its term silently only beside a term nonlinear in x; "with the
+    Function alone, or beside terms linear in x", a second autograd.grad raises "element 0
+    of tensors does not require grad". A reader's "alone" includes sin(x) or a Linear
+    layer before it: there it is silently wrong, or raises another error."""
+    from custom_backwards import CUSTOM_BACKWARDS
+    from reader_settings import LOSS_TERMS
+
+    function, differentiable = CUSTOM_BACKWARDS[name]
+    if differentiable or name.endswith("@once_differentiable"):
+        return True
+    if any(term in LOSS_TERMS for term in other_terms.terms) or around.after != "sum":
+        return True  # the old sentence said nothing of a map after the Function
+    at = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    (slope,) = torch.autograd.grad(around.loss(function.apply, at) + other_terms(at), at, create_graph=True)
+    try:
+        torch.autograd.grad(slope.sum(), at)
+    except RuntimeError as error:
+        return str(error).startswith("element 0 of tensors does not require grad")
+    return False
+
+
+def test_n28c_1_a_map_before_the_function_is_not_the_function_alone(real_claims):
+    from custom_backwards import around_the_function, backward_points, custom_backwards
+
+    replay(real_claims, CUSTOM_FUNCTION_PAGE, "otherwise the second pass fails in a way",
+           the_function_alone_raises_element_0, custom_backwards(), backward_points(),
+           around_the_function(), losses_with_linear_terms(), fails_on="-> Function -> sum")
