@@ -4065,18 +4065,19 @@ def test_s10_b6_bessel_inside_a_critic_runs_silently(real_claims):
 
 
 def attention_critics():
+    """The page's ATTENTION_CRITICS (None: no dropout passed, the module's default)."""
     return labelled(st.sampled_from([
-        ("TransformerEncoderLayer", "train()", 0.1), ("TransformerEncoderLayer", "eval()", 0.1),
+        ("TransformerEncoderLayer", "train()", None), ("TransformerEncoderLayer", "eval()", 0.1),
         ("TransformerEncoderLayer", "train()", 0.0), ("TransformerEncoderLayer", "eval()", 0.0),
-        ("MultiheadAttention, need_weights=False", "train()", 0.0),
+        ("MultiheadAttention, need_weights=False", "train()", None),
         ("MultiheadAttention, need_weights=False", "train()", 0.1),
         ("MultiheadAttention, need_weights=False", "eval()", 0.1),
         ("TransformerDecoderLayer", "train()", 0.1), ("TransformerDecoderLayer", "eval()", 0.1),
         ("TransformerDecoderLayer", "train()", 0.0),
-        ("Transformer", "train()", 0.1), ("Transformer", "eval()", 0.1), ("Transformer", "train()", 0.0),
+        ("Transformer", "train()", None), ("Transformer", "eval()", 0.1), ("Transformer", "train()", 0.0),
         ("TransformerEncoder", "eval()", 0.1), ("TransformerDecoder", "train()", 0.0)]),
-        "attention critics: TransformerEncoderLayer, TransformerDecoderLayer, TransformerEncoder, "
-        "TransformerDecoder, Transformer, MultiheadAttention; train, eval; dropout 0.1 (the layers' default), 0")
+        "attention critics: TransformerEncoderLayer, TransformerDecoderLayer, TransformerEncoder, TransformerDecoder, "
+        "Transformer, MultiheadAttention; train, eval; dropout 0.1, 0, or none passed (the module's default)")
 
 
 def attention_penalty_raises(critic_kind, seed=0) -> bool:
@@ -4087,7 +4088,8 @@ def attention_penalty_raises(critic_kind, seed=0) -> bool:
     kind, mode, p = critic_kind
     torch.manual_seed(seed)
     nn = torch.nn
-    sizes = dict(d_model=4, nhead=2, dim_feedforward=8, dropout=p, batch_first=True)
+    dropout = {} if p is None else {"dropout": p}  # None: the module's default
+    sizes = dict(d_model=4, nhead=2, dim_feedforward=8, batch_first=True, **dropout)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         layer = {
@@ -4098,7 +4100,7 @@ def attention_penalty_raises(critic_kind, seed=0) -> bool:
             "TransformerDecoder": lambda: nn.TransformerDecoder(nn.TransformerDecoderLayer(**sizes), 2),
             "Transformer": lambda: nn.Transformer(**sizes, num_encoder_layers=1, num_decoder_layers=1),
         }.get(kind, lambda: nn.Identity())().double()
-    attention = torch.nn.MultiheadAttention(4, 2, dropout=p, batch_first=True).double()
+    attention = torch.nn.MultiheadAttention(4, 2, batch_first=True, **dropout).double()
     module = layer if kind.startswith("Transformer") else attention
     module.train() if mode == "train()" else module.eval()
     two_inputs = "Decoder" in kind or kind == "Transformer"
@@ -4136,7 +4138,7 @@ def attention_penalty_raises_in_train_and_eval(critic_kind) -> bool:
     whose fused kernels have no double backward, on CPU too: the penalty's backward raises"
     (the layer built as readers build it, with its default dropout 0.1)."""
     kind, _, p = critic_kind
-    return attention_penalty_raises(critic_kind) if kind.startswith("Transformer") or p == 0.0 else True
+    return attention_penalty_raises(critic_kind) if kind.startswith("Transformer") or p in (0.0, None) else True
 
 
 def test_s11_b2_attention_raises_only_without_dropout(real_claims):
@@ -5457,10 +5459,9 @@ def inference_mode_drops_every_tangent(chain, n, seed) -> bool:
         return forward_ad.unpack_dual(current).tangent is None
 
 
-@pytest.mark.parametrize("quote", ["where `make_dual` attaches none and",
-                                   "unlike {term}`no_grad`, it drops forward-mode tangents"])
-def test_n28f_inference_mode_keeps_tangents_of_views(real_claims, quote):
-    replay(real_claims, "reference/glossary", quote, inference_mode_drops_every_tangent,
+def test_n28f_inference_mode_keeps_tangents_of_views(real_claims):
+    replay(real_claims, "reference/glossary", "unlike {term}`no_grad`, it breaks forward mode",
+           inference_mode_drops_every_tangent,
            N28F_CHAINS, labelled(SIZES, "sizes n of x from 2 to 6"),
            labelled(SEEDS, "seeds of x and of what the check draws with it"), fails_on="x")
 
