@@ -5502,7 +5502,8 @@ def test_n28e_1_eval_needs_running_statistics(real_claims):
            fails_on="BatchNorm")
 
 
-def batch_first_keys_the_batch_sum(kind, batch_first, batch, steps, seed, which, layers) -> bool:
+def batch_first_keys_the_batch_sum(kind, batch_first, batch, steps, seed, which, layers,
+                                    bidirectional) -> bool:
     """n28e-2 I, differentiate-elementwise-functions-at-many-points.md (2e3f21d:518-522):
     "`model(x).sum(0)` when the batch comes first; `.sum(1)` on the `(T, B, ...)` output
     of a module left at `batch_first=False`", read for every output of the module: an
@@ -5511,7 +5512,8 @@ def batch_first_keys_the_batch_sum(kind, batch_first, batch, steps, seed, which,
     if kind == "TransformerEncoderLayer" or which != "h_n":
         return True
     torch.manual_seed(seed)
-    module = getattr(torch.nn, kind)(4, 3, num_layers=layers, batch_first=batch_first).double().eval()
+    module = getattr(torch.nn, kind)(4, 3, num_layers=layers, batch_first=batch_first,
+                                     bidirectional=bidirectional).double().eval()
     h_n = (lambda b: module(b)[1][0]) if kind == "LSTM" else (lambda b: module(b)[1])
     dim = 0 if batch_first else 1
     seq = torch.randn((batch, steps, 4) if batch_first else (steps, batch, 4), dtype=torch.float64)
@@ -5532,7 +5534,50 @@ def test_n28e_2_h_n_sums_over_dim_1_whatever_batch_first(real_claims):
            labelled(st.booleans(), "batch_first=False (the default) and True"),
            labelled(st.integers(2, 4), "batch sizes 2 to 4"), labelled(st.integers(1, 4), "lengths T 1 to 4"),
            SEEDS, labelled(st.sampled_from(("output", "h_n")), "the output, or an LSTM's or GRU's h_n"),
-           labelled(st.integers(1, 2), "1 or 2 layers"), fails_on="True")
+           labelled(st.integers(1, 2), "1 or 2 layers"),
+           labelled(st.booleans(), "one direction, or bidirectional=True"), fails_on="True")
+
+
+WHERE_STEPS = {"-u": lambda u: -u, "u**2": lambda u: u**2, "u*u": lambda u: u * u,
+               "1000*u": lambda u: 1000 * u, "1+u": lambda u: 1 + u, "u.sqrt()": torch.sqrt,
+               "u.log()": torch.log, "1 / u": lambda u: 1 / u, "u.exp()": torch.exp,
+    "u.relu()": torch.relu, "u.clamp(min=0)": lambda u: u.clamp(min=0),
+    "where(u > 0, u, 0)": lambda u: torch.where(u > 0, u, 0.0)}
+WHERE_CUTTING = ("u.relu()", "u.clamp(min=0)", "where(u > 0, u, 0)")  # pass no gradient where u < 0
+WHERE_SIDES = {"t**2": ["u**2"], "t.sqrt()": ["u.sqrt()"], "t.log()": ["u.log()"],
+               "1 / t": ["1 / u"], "t.exp()": ["u.exp()"], "(-t).exp()": ["-u", "u.exp()"],
+               "(t*t).exp()": ["u*u", "u.exp()"], "1000*t**2": ["u**2", "1000*u"],
+               "(1+(-t).exp()).log()": ["-u", "u.exp()", "1+u", "u.log()"],
+    "t.relu().sqrt()": ["u.relu()", "u.sqrt()"], "t.clamp(min=0).log()": ["u.clamp(min=0)", "u.log()"],
+    "where(t > 0, t, 0).sqrt()": ["where(u > 0, u, 0)", "u.sqrt()"]}
+WHERE_FAMILIES = (
+    labelled(st.sampled_from(sorted(WHERE_SIDES)),
+             "sides t**2, sqrt, log, 1/t, exp(t), exp(-t), exp(t*t), 1000*t**2, log(1+exp(-t)), "
+                        "relu then sqrt, clamp(min=0) then log, where(t > 0, t, 0) then sqrt"),
+    labelled(st.sampled_from([-100.0, -3.0, -1.0, 0.0]),
+             "points from -100, -3, -1 or 0 to 3, and -89, -88.73, -88.72, -40, -9.4, -0.001, 0.001"),
+    labelled(st.sampled_from([torch.float64, torch.float32, torch.float16, torch.bfloat16]),
+             "float64, float32, float16, bfloat16"))
+
+
+def where_side(side):
+    def fn(t):
+        for step in WHERE_SIDES[side]:
+            t = WHERE_STEPS[step](t)
+        return t
+    return fn
+
+
+def where_nan_against(side, start, dtype, derivative) -> bool:
+    from torch.func import grad, vmap
+
+    fn = where_side(side)
+    near = torch.tensor([-89.0, -88.73, -88.72, -40.0, -9.4, -1e-3, 1e-3])
+    pts = torch.cat([torch.linspace(start, 3.0, 9), near]).to(dtype)
+    by_where = vmap(grad(lambda t: torch.where(t > 0, fn(t), torch.zeros_like(t))))(pts)
+    unpicked = pts <= 0
+    expect = unpicked & ~torch.isfinite(derivative(fn, pts))
+    return torch.equal(torch.isnan(by_where)[unpicked], expect[unpicked])
 
 
 def where_gives_nan_only_where_the_derivative_is_infinite(side, start, dtype) -> bool:
@@ -5543,23 +5588,12 @@ def where_gives_nan_only_where_the_derivative_is_infinite(side, start, dtype) ->
     near 0 in float16) puts nan there too."""
     from torch.func import grad, vmap
 
-    fn = {"t**2": lambda t: t**2, "t.sqrt()": torch.sqrt, "t.log()": torch.log, "1 / t": lambda t: 1 / t,
-          "t.exp()": torch.exp, "(-t).exp()": lambda t: (-t).exp()}[side]
-    pts = torch.cat([torch.linspace(start, 3.0, 9), torch.tensor([-89.0, -1e-3, 1e-3])]).to(dtype)
-    by_where = vmap(grad(lambda t: torch.where(t > 0, fn(t), torch.zeros_like(t))))(pts)
-    exact = vmap(grad(fn))(pts.double())
-    return torch.equal(torch.isnan(by_where), (pts <= 0) & ~torch.isfinite(exact))
+    return where_nan_against(side, start, dtype, lambda fn, pts: vmap(grad(fn))(pts.double()))
 
 
 def test_n28e_3_an_overflowing_derivative_puts_nan_too(real_claims):
-    replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points", "Both sides are\ndifferentiated",
-           where_gives_nan_only_where_the_derivative_is_infinite,
-           labelled(st.sampled_from(["(-t).exp()", "1 / t", "t**2", "t.exp()", "t.log()", "t.sqrt()"]),
-                    "sides t**2, sqrt, log, 1/t, exp(t), exp(-t)"),
-           labelled(st.sampled_from([-100.0, -3.0, -1.0, 0.0]),
-                    "points from -100, -3, -1 or 0 to 3, and -89, -0.001, 0.001"),
-           labelled(st.sampled_from([torch.float64, torch.float32, torch.float16, torch.bfloat16]),
-                    "float64, float32, float16, bfloat16"), fails_on="torch.")
+    replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points", "Where a side is\nnot picked",
+           where_gives_nan_only_where_the_derivative_is_infinite, *WHERE_FAMILIES, fails_on="torch.")
 
 
 # -- n28c-1: write-a-custom-autograd-function.md, a map or layer before the Function --
@@ -5593,3 +5627,22 @@ def test_n28c_1_a_map_before_the_function_is_not_the_function_alone(real_claims)
     replay(real_claims, CUSTOM_FUNCTION_PAGE, "otherwise the second pass fails in a way",
            the_function_alone_raises_element_0, custom_backwards(), backward_points(),
            around_the_function(), losses_with_linear_terms(), fails_on="-> Function -> sum")
+
+
+# -- n29d F1/F2: differentiate-elementwise-functions-at-many-points.md, where's nan --
+
+def where_gives_nan_where_the_sides_derivative_overflows(side, start, dtype) -> bool:
+    """n29d F1 E, differentiate-elementwise-functions-at-many-points.md (9eb16e6:1161-1165):
+    "a side whose derivative is not finite, or overflows the dtype, where it is not
+    picked ... puts nan in the gradient there", with the side's whole derivative computed
+    in the dtype (the old check's expectation). where sends the unpicked side a zero that
+    turns nan only at an operation whose own derivative is not finite: (t*t).exp() at
+    -9.4 in float32 and bfloat16, 1000*t**2 at -40 in float16 give 0."""
+    from torch.func import grad, vmap
+
+    return where_nan_against(side, start, dtype, lambda fn, pts: vmap(grad(fn))(pts))
+
+
+def test_n29d_f1_an_overflowing_whole_derivative_need_not_put_nan(real_claims):
+    replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points", "Where a side is\nnot picked",
+           where_gives_nan_where_the_sides_derivative_overflows, *WHERE_FAMILIES, fails_on="t*t")
