@@ -150,7 +150,7 @@ class Around:
     @property
     def nonlinear(self) -> bool:
         """Something besides the Function is nonlinear in x."""
-        return self.before in self.NONLINEAR or self.after == "sin"
+        return self.before in self.NONLINEAR or self.after in ("sin", "relu")
 
     @property
     def trained_layer(self) -> bool:
@@ -161,19 +161,21 @@ class Around:
         n = x.shape[-1]
         torch.manual_seed(0)
         first, last = torch.nn.Linear(n, n).double(), torch.nn.Linear(n, 1).double()
+        self.layers = (first, last)  # the last call's trained layers, to read their .grad
         u = {"x": lambda t: t, "sin": torch.sin, "x * x": lambda t: t * t,
              "relu": torch.relu, "Linear": first,
              "Linear -> ReLU": lambda t: torch.relu(first(t))}[self.before](x)
         y = function(u)
-        return {"sum": lambda t: t, "sin": torch.sin, "Linear": last}[self.after](y).sum()
+        return {"sum": lambda t: t, "sin": torch.sin, "relu": torch.relu,
+                "Linear": last}[self.after](y).sum()
 
 
 @named("the Function straight on x or after sin, x * x, relu, Linear, Linear -> ReLU; "
-       "its output summed, or through sin or Linear")
+       "its output summed, or through sin, relu or Linear")
 def around_the_function() -> st.SearchStrategy[Around]:
     """Maps and trained layers a reader puts before and after a custom Function."""
     return st.builds(Around, st.sampled_from(["x", *Around.NONLINEAR, "Linear"]),
-                     st.sampled_from(["sum", "sin", "Linear"]))
+                     st.sampled_from(["sum", "sin", "relu", "Linear"]))
 
 
 def main() -> None:

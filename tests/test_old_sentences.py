@@ -5624,7 +5624,7 @@ def the_function_alone_raises_element_0(name, values, around, other_terms) -> bo
 def test_n28c_1_a_map_before_the_function_is_not_the_function_alone(real_claims):
     from custom_backwards import around_the_function, backward_points, custom_backwards
 
-    replay(real_claims, CUSTOM_FUNCTION_PAGE, "otherwise the second pass fails in a way",
+    replay(real_claims, CUSTOM_FUNCTION_PAGE, "or raises an error that may not name the cause",
            the_function_alone_raises_element_0, custom_backwards(), backward_points(),
            around_the_function(), losses_with_linear_terms(), fails_on="-> Function -> sum")
 
@@ -5646,3 +5646,36 @@ def where_gives_nan_where_the_sides_derivative_overflows(side, start, dtype) -> 
 def test_n29d_f1_an_overflowing_whole_derivative_need_not_put_nan(real_claims):
     replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points", "Where a side is\nnot picked",
            where_gives_nan_where_the_sides_derivative_overflows, *WHERE_FAMILIES, fails_on="t*t")
+
+
+# -- n29h-1, n29h-2: write-a-custom-autograd-function.md, once_differentiable, backward() --
+
+def no_silent_loss_with_once_differentiable_or_a_trained_layer(name, values, around, other_terms) -> bool:
+    """n29h-1/-2, write-a-custom-autograd-function.md (9eb16e6:572-581): "Unless `backward`
+    is marked `@once_differentiable`, it does so silently when ...", and with a trained
+    Linear and nothing else nonlinear "the second pass fails" (`backward()` leaving x.grad
+    None). Read: a @once_differentiable Function never loses its terms silently, and with
+    a Linear the reader gets no number to train on. Here a second autograd.grad or
+    backward() that raises nothing fails the old sentence for either setting."""
+    from custom_backwards import CUSTOM_BACKWARDS
+
+    function, differentiable = CUSTOM_BACKWARDS[name]
+    once = name.endswith("@once_differentiable")
+    if differentiable or not (once or around.trained_layer):
+        return True
+    leaf = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    (slope,) = torch.autograd.grad(around.loss(function.apply, leaf) + other_terms(leaf), leaf,
+                                   create_graph=True)
+    try:
+        slope.sum().backward()
+    except RuntimeError:
+        return True
+    return not once and all(p.grad is None for layer in around.layers for p in layer.parameters())
+
+
+def test_n29h_1_2_the_silent_loss_is_not_stopped_by_once_differentiable(real_claims):
+    from custom_backwards import around_the_function, backward_points, custom_backwards
+
+    replay(real_claims, CUSTOM_FUNCTION_PAGE, "Depending on the rest of the graph",
+           no_silent_loss_with_once_differentiable_or_a_trained_layer, custom_backwards(),
+           backward_points(), around_the_function(), losses_with_linear_terms(), fails_on="-> Function")
