@@ -5301,13 +5301,17 @@ def unlisted_layers_take_dim_0_as_the_batch(kind_first_sizes) -> bool:
     return layer.self_attn.batch_first
 
 
+def sequence_critics():
+    """The penalize page's sequence critics, as its check draws them."""
+    return labelled(st.tuples(st.sampled_from(sorted(SEQUENCE_KINDS)), st.booleans(),
+                              st.integers(2, 4), st.integers(3, 5), st.integers(0, 3)),
+                    "critics " + ", ".join(SEQUENCE_KINDS) + " -> last step -> Linear, "
+                    "batch_first True and False, 2-4 sequences of 3-5 steps")
+
+
 def test_r27h3_r5_transformer_layers_default_to_time_first(real_claims):
-    family = labelled(st.tuples(st.sampled_from(sorted(SEQUENCE_KINDS)), st.booleans(),
-                                st.integers(2, 4), st.integers(3, 5), st.integers(0, 3)),
-                      "critics " + ", ".join(SEQUENCE_KINDS) + " -> last step -> Linear, "
-                      "batch_first True and False, 2-4 sequences of 3-5 steps")
     replay(real_claims, "how-to/penalize-the-gradient-with-respect-to-the-inputs",
-           "Both lines take dim 0 as the batch", unlisted_layers_take_dim_0_as_the_batch, family,
+           "Both lines take dim 0 as the batch", unlisted_layers_take_dim_0_as_the_batch, sequence_critics(),
            fails_on="Transformer")
 
 
@@ -5428,13 +5432,9 @@ def the_recipe_runs_on_every_listed_layer(kind_first_sizes) -> bool:
 
 
 def test_n28b_1_the_penalty_through_a_transformer_layer_raises(real_claims):
-    family = labelled(st.tuples(st.sampled_from(sorted(SEQUENCE_KINDS)), st.booleans(),
-                                st.integers(2, 4), st.integers(3, 5), st.integers(0, 3)),
-                      "critics " + ", ".join(SEQUENCE_KINDS) + " -> last step -> Linear, "
-                      "batch_first True and False, 2-4 sequences of 3-5 steps")
     replay(real_claims, "how-to/penalize-the-gradient-with-respect-to-the-inputs",
            "Through the Transformer layers the penalty's backward can raise",
-           the_recipe_runs_on_every_listed_layer, family, fails_on="Transformer")
+           the_recipe_runs_on_every_listed_layer, sequence_critics(), fails_on="Transformer")
 
 
 # -- n28f-1/2: under inference_mode views, in-place edits and calls with nothing to do keep the tangent --
