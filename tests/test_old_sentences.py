@@ -5468,7 +5468,7 @@ def inference_mode_drops_every_tangent(chain, n, seed) -> bool:
 
 
 def test_n28f_inference_mode_keeps_tangents_of_views(real_claims):
-    replay(real_claims, "reference/glossary", "unlike {term}`no_grad`, it breaks forward mode",
+    replay(real_claims, "reference/glossary", "unlike {term}`no_grad`, it breaks `forward_ad`",
            inference_mode_drops_every_tangent,
            N28F_CHAINS, labelled(SIZES, "sizes n of x from 2 to 6"),
            labelled(SEEDS, "seeds of x and of what the check draws with it"), fails_on="x")
