@@ -2902,7 +2902,16 @@ def j0_second_derivatives(other_terms, values, follow_up, before="x"):
     return found
 
 
-def j0_recipe_gives_the_second_derivative(other_terms, values, follow_up, before="x") -> bool:
+J0_SECOND = ["slope.sum()", "penalty", "penalty + x.sum()", "penalty + x.tanh().sum()"]
+
+
+def j0_seconds():
+    return labelled(st.sampled_from(sorted(J0_SECOND)),
+                    "what the second backward differentiates: " + ", ".join(J0_SECOND))
+
+
+def j0_recipe_gives_the_second_derivative(other_terms, values, follow_up, before="x",
+                                          second="slope.sum()") -> bool:
     """F5, handle-operations...md: the BesselJ0 recipe, read as J0's derivative at every
     order a loss asks for: its second derivative would be the true one."""
     got, true = j0_second_derivatives(other_terms, values, follow_up, before)
@@ -2915,7 +2924,7 @@ def test_s6_h2_f5_the_j0_recipe_gives_first_derivatives_only(real_claims):
     replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
            "This Function gives first derivatives only", j0_recipe_gives_the_second_derivative,
            losses_with_linear_terms(terms=st.integers(0, 3)), backward_points(), j0_follow_ups(), j0_befores(),
-           fails_on="")
+           j0_seconds(), fails_on="")
 
 
 class TransposedMatMul(torch.autograd.Function):
