@@ -2902,7 +2902,16 @@ def j0_second_derivatives(other_terms, values, follow_up, before="x"):
     return found
 
 
-def j0_recipe_gives_the_second_derivative(other_terms, values, follow_up, before="x") -> bool:
+J0_SECOND = ["slope.sum()", "penalty", "penalty + x.sum()", "penalty + x.tanh().sum()"]
+
+
+def j0_seconds():
+    return labelled(st.sampled_from(sorted(J0_SECOND)),
+                    "what the second backward differentiates: " + ", ".join(J0_SECOND))
+
+
+def j0_recipe_gives_the_second_derivative(other_terms, values, follow_up, before="x",
+                                          second="slope.sum()") -> bool:
     """F5, handle-operations...md: the BesselJ0 recipe, read as J0's derivative at every
     order a loss asks for: its second derivative would be the true one."""
     got, true = j0_second_derivatives(other_terms, values, follow_up, before)
@@ -2915,7 +2924,7 @@ def test_s6_h2_f5_the_j0_recipe_gives_first_derivatives_only(real_claims):
     replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
            "This Function gives first derivatives only", j0_recipe_gives_the_second_derivative,
            losses_with_linear_terms(terms=st.integers(0, 3)), backward_points(), j0_follow_ups(), j0_befores(),
-           fails_on="")
+           j0_seconds(), fails_on="")
 
 
 class TransposedMatMul(torch.autograd.Function):
@@ -4146,7 +4155,8 @@ def test_s11_b2_attention_raises_only_without_dropout(real_claims):
            attention_penalty_raises_in_train_and_eval, attention_critics(), fails_on="'train()'")
 
 
-def j0_raises_only_last_with_the_ones_seed(other_terms, values, follow_up, before="x") -> bool:
+def j0_raises_only_last_with_the_ones_seed(other_terms, values, follow_up, before="x",
+                                           second="slope.sum()") -> bool:
     """s11 B1: "It raises \"element 0 of tensors does not require grad\" only when the loss
     reaches `x` through the Function alone, last, with the seed of ones"."""
     got, _ = j0_second_derivatives(other_terms, values, follow_up, before)
@@ -4159,7 +4169,8 @@ def test_s11_b1_j0_raises_whenever_only_constants_follow(real_claims):
     replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
            "It raises \"element 0 of tensors does not require grad\" when",
            j0_raises_only_last_with_the_ones_seed, losses_with_linear_terms(terms=st.integers(0, 3)),
-           backward_points(), j0_follow_ups(), j0_befores(), fails_on="no other term")
+           backward_points(), j0_follow_ups(), j0_befores(), j0_seconds(),
+           fails_on="no other term")
 
 
 # -- s10 refA R1: first.requires_grad False is no proof of a zero second derivative --
@@ -5063,7 +5074,8 @@ def test_s25_audit_23_zero_times_inf_leaks_as_nan(real_claims):
 
 # -- r25h3 R1: a linear term beside BesselJ0 leaves the second derivative raising --
 
-def j0_runs_beside_any_other_term(other_terms, values, follow_up, before="x") -> bool:
+def j0_runs_beside_any_other_term(other_terms, values, follow_up, before="x",
+                                  second="slope.sum()") -> bool:
     """r25h3 R1, handle-operations...md: "It raises ... when the loss reaches `x` through
     the Function alone, followed only by linear operations with constant coefficients
     (...); after a nonlinear operation such as `** 2` or `tanh`, or beside another term,
@@ -5078,7 +5090,8 @@ def test_r25h3_r1_j0_raises_beside_a_linear_term(real_claims):
     replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
            "It raises \"element 0 of tensors does not require grad\" when",
            j0_runs_beside_any_other_term, losses_with_linear_terms(terms=st.integers(0, 3)),
-           backward_points(), j0_follow_ups(), j0_befores(), fails_on="3 * x.mean()")
+           backward_points(), j0_follow_ups(), j0_befores(), j0_seconds(),
+           fails_on="3 * x.mean()")
 
 
 # -- r25h1 R4: the diagonal of J has x's own shape for a square x too ----------------------
@@ -5231,7 +5244,8 @@ def test_n26c_f2_strict_raises_after_a_relu_too(real_claims):
 
 # -- r27h3 R1, R6: what x goes through before BesselJ0 matters too -------------------------
 
-def j0_raises_whenever_only_linear_operations_follow(other_terms, values, follow_up, before="x") -> bool:
+def j0_raises_whenever_only_linear_operations_follow(other_terms, values, follow_up, before="x",
+                                                     second="slope.sum()") -> bool:
     """r27h3 R1, handle-operations...md: "It raises ... when only linear operations with
     constant coefficients follow the Function (...) and any other term is linear in `x`
     with constant coefficients too": whatever the Function's input. J0(x ** 2).sum()
@@ -5249,10 +5263,12 @@ def test_r27h3_r1_j0_runs_after_a_nonlinear_input(real_claims):
     replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
            "It raises \"element 0 of tensors does not require grad\" when",
            j0_raises_whenever_only_linear_operations_follow, losses_with_linear_terms(terms=st.integers(0, 3)),
-           backward_points(), j0_follow_ups(), j0_befores(), fails_on="x ** 2")
+           backward_points(), j0_follow_ups(), j0_befores(), j0_seconds(),
+           fails_on="x ** 2")
 
 
-def j0_keeps_only_what_flows_through_grad_output(other_terms, values, follow_up, before="x") -> bool:
+def j0_keeps_only_what_flows_through_grad_output(other_terms, values, follow_up, before="x",
+                                                 second="slope.sum()") -> bool:
     """r27h3 R6: the second derivative "keeps only what flows through `grad_output`": with
     a linear follow-up (a constant grad_output) the J0 path adds nothing to it, whatever
     comes before the Function. J0(x ** 2).sum() adds -2 J1(x ** 2) from pow's backward."""
@@ -5273,7 +5289,8 @@ def test_r27h3_r6_j0_keeps_what_the_input_side_contributes(real_claims):
     replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
            "A second derivative through it (with `create_graph=True`",
            j0_keeps_only_what_flows_through_grad_output, losses_with_linear_terms(terms=st.integers(0, 3)),
-           backward_points(), j0_follow_ups(), j0_befores(), fails_on="x ** 2")
+           backward_points(), j0_follow_ups(), j0_befores(), j0_seconds(),
+           fails_on="x ** 2")
 
 
 # -- r27h3 R5: the Transformer layers default to batch_first=False too --------------------
