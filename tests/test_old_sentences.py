@@ -2104,7 +2104,7 @@ def a_write_into_a_saved_tensor_always_raises(case) -> bool:
 
 
 def test_s4_21_a_write_through_data_into_a_saved_tensor_goes_unnoticed(real_claims):
-    replay(real_claims, "how-to/stop-gradients", "If the graph saved the tensor you modify",
+    replay(real_claims, "how-to/stop-gradients", "If the graph saved the tensor such an operation changes",
            a_write_into_a_saved_tensor_always_raises, non_leaf_inputs(), fails_on="randn(3, 2")
 
 
@@ -5696,3 +5696,27 @@ def test_n29h_1_2_the_silent_loss_is_not_stopped_by_once_differentiable(real_cla
     replay(real_claims, CUSTOM_FUNCTION_PAGE, "Depending on the rest of the graph",
            no_silent_loss_with_once_differentiable_or_a_trained_layer, custom_backwards(),
            backward_points(), around_the_function(), losses_with_linear_terms(), fails_on="-> Function")
+
+
+# -- r32f-1: stop-gradients.md, a NumPy write into a detached tensor is not counted --------
+
+def a_numpy_write_into_a_saved_tensor_raises(case) -> bool:
+    """r32f-1, stop-gradients.md (2c2b508:51, 226-228): a write into `t.detach()`
+    "raises in `backward` if the graph saved `t`", and a write through `t.data` "is the
+    exception". A NumPy write into `t.detach().cpu().numpy()` (`arr *= 255`, as when
+    logging or plotting) changes the input sin saved, uncounted: backward runs on it."""
+    out = torch.sin(case.tensor)
+    arr = case.tensor.detach().cpu().numpy()
+    arr *= 255
+    try:
+        out.sum().backward()
+    except RuntimeError as error:
+        return "modified by an inplace operation" in str(error)
+    return False
+
+
+@pytest.mark.parametrize("quote", ["| `t.detach()` | one tensor |", "A write through `t.data`"])
+def test_r32f_1_a_numpy_write_into_a_detached_tensor_goes_unnoticed(real_claims, quote):
+    replay(real_claims, "how-to/stop-gradients", quote, a_numpy_write_into_a_saved_tensor_raises,
+           non_leaf_inputs(), fails_on="randn(3, 2")
+
