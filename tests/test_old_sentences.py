@@ -5720,3 +5720,27 @@ def test_r32f_1_a_numpy_write_into_a_detached_tensor_goes_unnoticed(real_claims,
     replay(real_claims, "how-to/stop-gradients", quote, a_numpy_write_into_a_saved_tensor_raises,
            non_leaf_inputs(), fails_on="randn(3, 2")
 
+
+# -- r32f-2: write-a-custom-autograd-function.md, gradgradcheck within its tolerance -------
+
+def gradgradcheck_fails_where_the_missed_terms_are_not_small_next_to_the_kept(name, values, scale) -> bool:
+    """r32f-2, write-a-custom-autograd-function.md (2c2b508:585-587): gradgradcheck "fails
+    on such a backward where the terms it misses are not small next to the second
+    derivative it keeps". The backwards here that miss terms keep none of their second
+    derivative, so the old sentence has them fail; scaled by 1e-5 they pass (atol=1e-5)."""
+    from custom_backwards import CUSTOM_BACKWARDS
+
+    function, differentiable = CUSTOM_BACKWARDS[name]
+    if differentiable:
+        return True
+    at = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    return not torch.autograd.gradgradcheck(lambda t: scale * function.apply(t), (at,), raise_exception=False)
+
+
+def test_r32f_2_gradgradcheck_passes_a_small_function_missing_its_second_derivative(real_claims):
+    from custom_backwards import backward_points, custom_backwards
+
+    scales = labelled(st.sampled_from([1.0, 1e-5]), "the Function as written, or scaled by 1e-5")
+    replay(real_claims, CUSTOM_FUNCTION_PAGE, "To test a backward, run `gradgradcheck`",
+           gradgradcheck_fails_where_the_missed_terms_are_not_small_next_to_the_kept,
+           custom_backwards(), backward_points(), scales, fails_on="1e-05")
