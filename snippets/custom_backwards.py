@@ -128,6 +128,13 @@ def backward_points() -> st.SearchStrategy[list[float]]:
     return st.lists(st.floats(0.25, 3.0), min_size=1, max_size=4)
 
 
+@named("points of 1 to 4 entries in [-30, 30], with 0, subnormals and |x| < 1e-8 among them")
+def points_through_0() -> st.SearchStrategy[list[float]]:
+    """Where a formula with x in a denominator (J1' = J0 - J1/x) needs its limit."""
+    return st.lists(st.one_of(st.just(0.0), st.floats(-1e-8, 1e-8), st.floats(-30.0, 30.0)),
+                    min_size=1, max_size=4)
+
+
 def passes_gradgradcheck(name: str, values: list[float]) -> bool:
     function, _ = CUSTOM_BACKWARDS[name]
     x = torch.tensor(values, dtype=torch.float64, requires_grad=True)

@@ -30,6 +30,7 @@ import torch
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "snippets"))
+from custom_backwards import BesselJ0, SinFromInput  # noqa: E402
 from families import (  # noqa: E402
     SEEDS,
     SIZES,
@@ -2855,6 +2856,26 @@ def j0_befores():
                     "what x goes through before it: " + ", ".join(J0_BEFORE))
 
 
+class LiteralJ1(SinFromInput):  # saves its input as SinFromInput does
+    """J1 with J1' = J0 - J1/t written as it stands: 0/0 at t = 0."""
+
+    forward = staticmethod(lambda t: torch.special.bessel_j1(t))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (t,) = ctx.saved_tensors
+        return grad_output * (torch.special.bessel_j0(t) - torch.special.bessel_j1(t) / t)
+
+
+class TrueJ0(BesselJ0):
+    """The page's J0 with a backward that calls LiteralJ1: differentiable, away from t = 0."""
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (t,) = ctx.saved_tensors
+        return -grad_output * LiteralJ1.apply(t)
+
+
 def j0_second_derivatives(other_terms, values, follow_up, before="x"):
     """The BesselJ0 recipe's second derivative of ``follow_up(J0(before(x))) + other_terms``
     with respect to x (None when it raises) and the true one, through a J0 whose backward
@@ -2862,28 +2883,6 @@ def j0_second_derivatives(other_terms, values, follow_up, before="x"):
     from custom_backwards import CUSTOM_BACKWARDS
 
     j0_function, _ = CUSTOM_BACKWARDS["J0, backward calls bessel_j1"]
-
-    class J1(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, t):
-            ctx.save_for_backward(t)
-            return torch.special.bessel_j1(t)
-
-        @staticmethod
-        def backward(ctx, grad_output):
-            (t,) = ctx.saved_tensors
-            return grad_output * (torch.special.bessel_j0(t) - torch.special.bessel_j1(t) / t)
-
-    class TrueJ0(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, t):
-            ctx.save_for_backward(t)
-            return torch.special.bessel_j0(t)
-
-        @staticmethod
-        def backward(ctx, grad_output):
-            (t,) = ctx.saved_tensors
-            return -grad_output * J1.apply(t)
 
     after, _ = J0_FOLLOW_UPS[follow_up]
     at = torch.tensor(values, dtype=torch.float64, requires_grad=True)
@@ -2902,7 +2901,7 @@ def j0_second_derivatives(other_terms, values, follow_up, before="x"):
     return found
 
 
-J0_SECOND = ["slope.sum()", "penalty", "penalty + x.sum()", "penalty + x.tanh().sum()"]
+J0_SECOND = ["slope.sum()", "penalty", "penalty + x.sum()", "penalty + x.tanh().sum()", "penalty + w ** 2"]
 
 
 def j0_seconds():
@@ -2910,8 +2909,20 @@ def j0_seconds():
                     "what the second backward differentiates: " + ", ".join(J0_SECOND))
 
 
+J0_PASSES = ("torch.autograd.grad(second, x)", "second.backward()")  # as the page has them
+
+
+def j0_settings():
+    """The page's J0_SETTINGS: the families its second-derivative check draws from."""
+    from custom_backwards import backward_points
+
+    return (losses_with_linear_terms(terms=st.integers(0, 3)), backward_points(), j0_follow_ups(),
+            j0_befores(), j0_seconds(),
+            labelled(st.sampled_from(J0_PASSES), "how it is taken: " + ", ".join(J0_PASSES)))
+
+
 def j0_recipe_gives_the_second_derivative(other_terms, values, follow_up, before="x",
-                                          second="slope.sum()") -> bool:
+                                          second="slope.sum()", how=J0_PASSES[0]) -> bool:
     """F5, handle-operations...md: the BesselJ0 recipe, read as J0's derivative at every
     order a loss asks for: its second derivative would be the true one."""
     got, true = j0_second_derivatives(other_terms, values, follow_up, before)
@@ -2919,12 +2930,9 @@ def j0_recipe_gives_the_second_derivative(other_terms, values, follow_up, before
 
 
 def test_s6_h2_f5_the_j0_recipe_gives_first_derivatives_only(real_claims):
-    from custom_backwards import backward_points
-
     replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
            "This Function gives first derivatives only", j0_recipe_gives_the_second_derivative,
-           losses_with_linear_terms(terms=st.integers(0, 3)), backward_points(), j0_follow_ups(), j0_befores(),
-           j0_seconds(), fails_on="")
+           *j0_settings(), fails_on="")
 
 
 class TransposedMatMul(torch.autograd.Function):
@@ -4069,7 +4077,8 @@ def bessel_penalty_raises_without_other_terms(setting) -> bool:
 
 
 def test_s10_b6_bessel_inside_a_critic_runs_silently(real_claims):
-    replay(real_claims, "how-to/handle-operations-with-no-useful-derivative", "(with `create_graph=True`, in a gradient penalty, say) is wrong",
+    replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
+           "depending on the rest of the graph, it runs without an error or raises one",
            bessel_penalty_raises_without_other_terms, multi_feature_inputs(), fails_on="tanh MLP")
 
 
@@ -4156,7 +4165,7 @@ def test_s11_b2_attention_raises_only_without_dropout(real_claims):
 
 
 def j0_raises_only_last_with_the_ones_seed(other_terms, values, follow_up, before="x",
-                                           second="slope.sum()") -> bool:
+                                           second="slope.sum()", how=J0_PASSES[0]) -> bool:
     """s11 B1: "It raises \"element 0 of tensors does not require grad\" only when the loss
     reaches `x` through the Function alone, last, with the seed of ones"."""
     got, _ = j0_second_derivatives(other_terms, values, follow_up, before)
@@ -4164,12 +4173,9 @@ def j0_raises_only_last_with_the_ones_seed(other_terms, values, follow_up, befor
 
 
 def test_s11_b1_j0_raises_whenever_only_constants_follow(real_claims):
-    from custom_backwards import backward_points
-
     replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
-           "It raises \"element 0 of tensors does not require grad\" when",
-           j0_raises_only_last_with_the_ones_seed, losses_with_linear_terms(terms=st.integers(0, 3)),
-           backward_points(), j0_follow_ups(), j0_befores(), j0_seconds(),
+           "A second derivative through it (with `create_graph=True`",
+           j0_raises_only_last_with_the_ones_seed, *j0_settings(),
            fails_on="no other term")
 
 
@@ -5075,7 +5081,7 @@ def test_s25_audit_23_zero_times_inf_leaks_as_nan(real_claims):
 # -- r25h3 R1: a linear term beside BesselJ0 leaves the second derivative raising --
 
 def j0_runs_beside_any_other_term(other_terms, values, follow_up, before="x",
-                                  second="slope.sum()") -> bool:
+                                  second="slope.sum()", how=J0_PASSES[0]) -> bool:
     """r25h3 R1, handle-operations...md: "It raises ... when the loss reaches `x` through
     the Function alone, followed only by linear operations with constant coefficients
     (...); after a nonlinear operation such as `** 2` or `tanh`, or beside another term,
@@ -5085,12 +5091,9 @@ def j0_runs_beside_any_other_term(other_terms, values, follow_up, before="x",
 
 
 def test_r25h3_r1_j0_raises_beside_a_linear_term(real_claims):
-    from custom_backwards import backward_points
-
     replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
-           "It raises \"element 0 of tensors does not require grad\" when",
-           j0_runs_beside_any_other_term, losses_with_linear_terms(terms=st.integers(0, 3)),
-           backward_points(), j0_follow_ups(), j0_befores(), j0_seconds(),
+           "A second derivative through it (with `create_graph=True`",
+           j0_runs_beside_any_other_term, *j0_settings(),
            fails_on="3 * x.mean()")
 
 
@@ -5245,7 +5248,7 @@ def test_n26c_f2_strict_raises_after_a_relu_too(real_claims):
 # -- r27h3 R1, R6: what x goes through before BesselJ0 matters too -------------------------
 
 def j0_raises_whenever_only_linear_operations_follow(other_terms, values, follow_up, before="x",
-                                                     second="slope.sum()") -> bool:
+                                                     second="slope.sum()", how=J0_PASSES[0]) -> bool:
     """r27h3 R1, handle-operations...md: "It raises ... when only linear operations with
     constant coefficients follow the Function (...) and any other term is linear in `x`
     with constant coefficients too": whatever the Function's input. J0(x ** 2).sum()
@@ -5258,17 +5261,14 @@ def j0_raises_whenever_only_linear_operations_follow(other_terms, values, follow
 
 
 def test_r27h3_r1_j0_runs_after_a_nonlinear_input(real_claims):
-    from custom_backwards import backward_points
-
     replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
-           "It raises \"element 0 of tensors does not require grad\" when",
-           j0_raises_whenever_only_linear_operations_follow, losses_with_linear_terms(terms=st.integers(0, 3)),
-           backward_points(), j0_follow_ups(), j0_befores(), j0_seconds(),
+           "A second derivative through it (with `create_graph=True`",
+           j0_raises_whenever_only_linear_operations_follow, *j0_settings(),
            fails_on="x ** 2")
 
 
 def j0_keeps_only_what_flows_through_grad_output(other_terms, values, follow_up, before="x",
-                                                 second="slope.sum()") -> bool:
+                                                 second="slope.sum()", how=J0_PASSES[0]) -> bool:
     """r27h3 R6: the second derivative "keeps only what flows through `grad_output`": with
     a linear follow-up (a constant grad_output) the J0 path adds nothing to it, whatever
     comes before the Function. J0(x ** 2).sum() adds -2 J1(x ** 2) from pow's backward."""
@@ -5284,12 +5284,9 @@ def j0_keeps_only_what_flows_through_grad_output(other_terms, values, follow_up,
 
 
 def test_r27h3_r6_j0_keeps_what_the_input_side_contributes(real_claims):
-    from custom_backwards import backward_points
-
     replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
            "A second derivative through it (with `create_graph=True`",
-           j0_keeps_only_what_flows_through_grad_output, losses_with_linear_terms(terms=st.integers(0, 3)),
-           backward_points(), j0_follow_ups(), j0_befores(), j0_seconds(),
+           j0_keeps_only_what_flows_through_grad_output, *j0_settings(),
            fails_on="x ** 2")
 
 
@@ -5744,3 +5741,87 @@ def test_r32f_2_gradgradcheck_passes_a_small_function_missing_its_second_derivat
     replay(real_claims, CUSTOM_FUNCTION_PAGE, "To test a backward, run `gradgradcheck`",
            gradgradcheck_fails_where_the_missed_terms_are_not_small_next_to_the_kept,
            custom_backwards(), backward_points(), scales, fails_on="1e-05")
+
+# -- r32e: handle-operations...md, when the J0 second derivative raises, and J1' at 0 ------
+
+def j0_second_outcome(other_terms, values, follow_up, before, second, how) -> str:
+    """What a second derivative through the page's BesselJ0 does in one setting of its
+    J0_SETTINGS: "runs", or the first sentence of the error it raises."""
+    from custom_backwards import CUSTOM_BACKWARDS
+
+    j0_function, _ = CUSTOM_BACKWARDS["J0, backward calls bessel_j1"]
+    at = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    torch.manual_seed(len(values))
+    into = torch.nn.Linear(len(values), len(values)).double() if before == "Linear(x)" else J0_BEFORE[before]
+    (slope,) = torch.autograd.grad(J0_FOLLOW_UPS[follow_up][0](j0_function.apply(into(at))) + other_terms(at),
+                                   at, create_graph=True)
+    penalty = ((slope - 1) ** 2).sum()
+    second_term = {"slope.sum()": slope.sum(), "penalty": penalty, "penalty + x.sum()": penalty + at.sum(),
+                   "penalty + x.tanh().sum()": penalty + at.tanh().sum(),
+                   "penalty + w ** 2": penalty + torch.tensor(2.0, requires_grad=True) ** 2}[second]
+    try:
+        if how == J0_PASSES[0]:
+            torch.autograd.grad(second_term, at)
+        else:
+            second_term.backward()
+    except RuntimeError as error:
+        return str(error).split(".")[0]
+    return "runs"
+
+
+def j0_raises_as_the_enumeration_said(other_terms, values, follow_up, before="x", second="slope.sum()",
+                                      how=J0_PASSES[0]) -> bool:
+    """r32e-1, -2, handle-operations...md (2c2b508:954-961): "It raises "element 0 ..." when
+    the first derivative (or a penalty on it) is differentiated on its own, the Function's
+    input is `x` or `2 * x`, only [linear operations] follow it, and any other term is
+    [linear in x]. Added to a recorded term in `x`, even `x.sum()`, such a penalty runs,
+    wrong. When that input is a `Linear` layer's output instead, the same setting raises
+    "appears to not have been used in the graph" for the one with respect to `x`". Its check
+    took the second derivative with autograd.grad only; a reader's penalty.backward() after
+    a Linear layer runs, x.grad None. (A term without x, w ** 2, the sentence left open.)"""
+    from reader_settings import LINEAR_LOSS_TERMS
+
+    if second == "penalty + w ** 2":
+        return True
+    linear = (before in ("x", "2 * x", "Linear(x)") and J0_FOLLOW_UPS[follow_up][1]
+              and all(term in LINEAR_LOSS_TERMS for term in other_terms.terms))
+    said = "runs"
+    if linear and second in ("slope.sum()", "penalty"):
+        said = ("The differentiated Tensor at index 0 appears to not have been used in the graph"
+                if before == "Linear(x)" else "element 0 of tensors does not require grad and does not have a grad_fn")
+    return j0_second_outcome(other_terms, values, follow_up, before, second, how) == said
+
+
+def test_r32e_1_2_the_enumerated_errors_held_for_autograd_grad_only(real_claims):
+    replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
+           "A second derivative through it (with `create_graph=True`",
+           j0_raises_as_the_enumeration_said, *j0_settings(), fails_on="second.backward()")
+
+
+def j0_second_derivative_raises_nothing(other_terms, values, follow_up, before="x", second="slope.sum()",
+                                        how=J0_PASSES[0]) -> bool:
+    """r32e-5, handle-operations...md (2c2b508:950-951): "A second derivative through it
+    (...) is wrong without an error", its check passing on settings that raise."""
+    return j0_second_outcome(other_terms, values, follow_up, before, second, how) == "runs"
+
+
+def test_r32e_5_the_second_derivative_can_raise(real_claims):
+    replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
+           "A second derivative through it (with `create_graph=True`",
+           j0_second_derivative_raises_nothing, *j0_settings(), fails_on="penalty")
+
+
+def literal_j1_gives_the_second_derivative(values) -> bool:
+    """r32e-3, -4, handle-operations...md (2c2b508:965-967): "write $J_1$ as a custom
+    Function too, with $J_1' = J_0 - J_1/x$ (whose limit at $x = 0$ is $1/2$), and call it
+    in this backward", written as it stands: 0/0, NaN, at x = 0. Its check drew [0.25, 3]."""
+    at = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    return torch.autograd.gradgradcheck(TrueJ0.apply, (at,), raise_exception=False)
+
+
+def test_r32e_3_4_j1_prime_needs_its_limit_at_0(real_claims):
+    from custom_backwards import points_through_0
+
+    replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
+           "For a second derivative, make the backward differentiable", literal_j1_gives_the_second_derivative,
+           points_through_0(), fails_on="0.0")
