@@ -4175,6 +4175,18 @@ def test_s11_b1_j0_raises_whenever_only_constants_follow(real_claims):
 
 # -- s10 refA R1: first.requires_grad False is no proof of a zero second derivative --
 
+ERRORS_PAGE_BACKWARDS_HERE = ("x³, its input kept in forward(ctx, x)",  # the page adds these to CUSTOM_BACKWARDS
+                              "x³, NumPy on grad.detach(), no decorator",
+                              "x³, NumPy on grad.numpy(force=True), no decorator",
+                              "x³, NumPy coefficient times the gradient, no decorator",
+                              "x³, PyTorch operations, @once_differentiable",
+                              "x sin x, reads its input and sin(x) from setup_context")
+# what the page puts before and after them
+ERRORS_PAGE_BEFORE = ("x", "2 * x", "Linear", "sin", "x * x", "Linear -> tanh")
+ERRORS_PAGE_AFTER = ("sum", "mean", "2 * sum", "Linear -> sum", "relu -> sum", "sin -> sum", "squared loss",
+                     "Linear -> squared loss")
+
+
 def requires_grad_false_means_a_zero_second_derivative(name, values, after=None) -> bool:
     """s10 refA R1, error-messages.md: "**Fix:** the second derivative of such a
     function is 0. Test `first.requires_grad` before differentiating again", read as
@@ -4202,14 +4214,8 @@ def requires_grad_false_means_a_zero_second_derivative(name, values, after=None)
 def test_s10_refa_r1_an_unrecorded_backward_hides_a_nonzero_second_derivative(real_claims):
     from custom_backwards import CUSTOM_BACKWARDS, backward_points
 
-    names = sorted([*CUSTOM_BACKWARDS, "x³, NumPy on grad.detach(), no decorator",  # and the page's r27r4 cases
-                    "x³, NumPy on grad.numpy(force=True), no decorator",
-                    "x³, NumPy coefficient times the gradient, no decorator",
-                    "x³, PyTorch operations, @once_differentiable",
-                    "x sin x, reads its input and sin(x) from setup_context"])
-    before = ("x", "2 * x", "Linear", "sin", "x * x", "Linear -> tanh")
-    after = ("sum", "mean", "2 * sum", "Linear -> sum", "relu -> sum", "sin -> sum", "squared loss",
-             "Linear -> squared loss")
+    names = sorted([*CUSTOM_BACKWARDS, *ERRORS_PAGE_BACKWARDS_HERE[1:]])  # and the page's r27r4 cases
+    before, after = ERRORS_PAGE_BEFORE, ERRORS_PAGE_AFTER
 
     def on_x_then_a_sum(name, values, before, after):  # the old sentence's setting; it said nothing else
         return before != "x" or after != "sum" or requires_grad_false_means_a_zero_second_derivative(name, values)
@@ -5696,3 +5702,51 @@ def test_n29h_1_2_the_silent_loss_is_not_stopped_by_once_differentiable(real_cla
     replay(real_claims, CUSTOM_FUNCTION_PAGE, "Depending on the rest of the graph",
            no_silent_loss_with_once_differentiable_or_a_trained_layer, custom_backwards(),
            backward_points(), around_the_function(), losses_with_linear_terms(), fails_on="-> Function")
+
+
+# -- r32h-1/2: error-messages.md, gradgradcheck and the x sin x backward ---------------
+
+def gradgradcheck_tells_whether_the_backward_is_recorded(name, values, seed) -> bool:
+    """r32h-1/2, error-messages.md (2c2b508:749): "test the Function with gradgradcheck
+    on float64 inputs that require grad", read: it passes exactly for a recorded
+    backward. Replayed on the backwards of custom_backwards (the page's own others
+    pass); at 0 or where J1 turns a backward that misses terms passes."""
+    from custom_backwards import CUSTOM_BACKWARDS
+
+    if name not in CUSTOM_BACKWARDS:
+        return True
+    function, recorded = CUSTOM_BACKWARDS[name]
+    at = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    return torch.autograd.gradgradcheck(function.apply, (at,), raise_exception=False) == recorded
+
+
+def test_r32h_1_2_gradgradcheck_passes_where_the_missed_terms_vanish(real_claims):
+    from custom_backwards import CUSTOM_BACKWARDS, backward_points, grad_outputs
+
+    names = sorted([*CUSTOM_BACKWARDS, *ERRORS_PAGE_BACKWARDS_HERE])
+    replay(real_claims, "reference/error-messages", "{py:func}`torch.autograd.gradgradcheck` on the Function",
+           gradgradcheck_tells_whether_the_backward_is_recorded,
+           labelled(st.sampled_from(names), "every custom Function above, recorded or not"),
+           backward_points(vanishing=True), grad_outputs(), fails_on="[0.0]")
+
+
+def x_sin_x_mixed_is_wrong(values, _before, _after) -> bool:
+    """r32h-2, error-messages.md (2c2b508:753-755): a backward that "computes from its
+    input with recorded operations and also reads such an intermediate raises nothing,
+    yet its second derivative is wrong" (checked on x sin x, straight into a sum). At
+    x = pi/2 the cos x it misses is 0: right."""
+    from custom_backwards import XSinXMixed
+
+    at = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    (first,) = torch.autograd.grad(XSinXMixed.apply(at).sum(), at, create_graph=True)
+    (second,) = torch.autograd.grad(first.sum(), at)
+    x = at.detach()
+    return not torch.allclose(second, 2 * x.cos() - x * x.sin(), atol=1e-5)
+
+
+def test_r32h_2_the_mixed_backward_is_right_where_cos_vanishes(real_claims):
+    from custom_backwards import backward_points
+
+    replay(real_claims, "reference/error-messages", "one that computes from its\ninput with recorded operations",
+           x_sin_x_mixed_is_wrong, backward_points(vanishing=True), st.sampled_from(ERRORS_PAGE_BEFORE),
+           st.sampled_from(ERRORS_PAGE_AFTER), fails_on="[1.5707963267948966]")
