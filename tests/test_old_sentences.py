@@ -2367,7 +2367,7 @@ def disable_inside_fixes_whatever_is_around_it(g, seed, around) -> bool:
     call: the second grad would be eager mode's. Nonlinear work raises or is wrong."""
     from compiled_double_backward import AROUND, second_grad_through_compile
 
-    make, _linear = AROUND[around]
+    make, _on_results, _weights = AROUND[around]
     at = g.point(seed).requires_grad_(True)
     inside = second_grad_through_compile(make(torch.compiler.disable(g)), at)
     true = second_grad_through_compile(make(g), at, compiled=False)
@@ -2379,7 +2379,7 @@ def test_s12_refA_r4_disable_fixes_only_linear_work_around_the_call(real_claims)
 
     replay(real_claims, "reference/error-messages", "**Fix:** take the derivatives that are differentiated",
            disable_inside_fixes_whatever_is_around_it, curved_sums(), point_seeds(),
-           around_the_call(), fails_on="E(t")
+           around_the_call(), fails_on="E(2 * t)")
 
 
 def retain_graph_in_the_loop_gives_stale_gradients_or_raises(w0, steps) -> bool:
@@ -5750,3 +5750,23 @@ def test_r32h_2_the_mixed_backward_is_right_where_cos_vanishes(real_claims):
     replay(real_claims, "reference/error-messages", "one that computes from its\ninput with recorded operations",
            x_sin_x_mixed_is_wrong, backward_points(vanishing=True), st.sampled_from(ERRORS_PAGE_BEFORE),
            st.sampled_from(ERRORS_PAGE_AFTER), fails_on="[1.5707963267948966]")
+
+
+# -- r32h-3/4: error-messages.md, torch.compiler.disable with linear work around the call --
+
+LINEAR_AROUND_THE_CALL = ("2 * E(t)", "E(t) - E(t) / 3", "E(2 * t)", "E(t / 255)", "E(Linear(t))", "Linear(E(t))")
+
+
+def disable_inside_fixes_linear_work_around_the_call(g, seed, around) -> bool:
+    """r32h-3/4, error-messages.md (2c2b508:2857-2861): disable on the inner function
+    works "provided the rest of the compiled function is linear (a scale, a sum)".
+    A scale or a Linear layer before the call raises."""
+    return around not in LINEAR_AROUND_THE_CALL or disable_inside_fixes_whatever_is_around_it(g, seed, around)
+
+
+def test_r32h_3_4_linear_work_before_the_call_still_raises(real_claims):
+    from compiled_double_backward import around_the_call, curved_sums, point_seeds
+
+    replay(real_claims, "reference/error-messages", "**Fix:** take the derivatives that are differentiated",
+           disable_inside_fixes_linear_work_around_the_call, curved_sums(), point_seeds(),
+           around_the_call(), fails_on="E(2 * t)")
