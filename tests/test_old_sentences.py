@@ -5770,3 +5770,29 @@ def test_r32h_3_4_linear_work_before_the_call_still_raises(real_claims):
     replay(real_claims, "reference/error-messages", "**Fix:** take the derivatives that are differentiated",
            disable_inside_fixes_linear_work_around_the_call, curved_sums(), point_seeds(),
            around_the_call(), fails_on="E(2 * t)")
+
+
+# -- r32h-5: error-messages.md, one grad per order needs create_graph on all but the last --
+
+def one_grad_per_order_without_create_graph(g, seed, order, _dropped) -> bool:
+    """r32h-5, error-messages.md (2c2b508:1072): "For derivatives of any order, ask
+    torch.autograd.grad for each one", done as written: the second call raises
+    "element 0 of tensors does not require grad"."""
+    at = g.point(seed).requires_grad_(True)
+    current = g(at)
+    try:
+        for _ in range(order):
+            (current,) = torch.autograd.grad(current.sum(), at)
+    except RuntimeError:
+        return False
+    return True
+
+
+def test_r32h_5_one_grad_per_order_needs_create_graph(real_claims):
+    from compiled_double_backward import curved_sums, point_seeds
+
+    replay(real_claims, "reference/error-messages", "For derivatives of any order",
+           one_grad_per_order_without_create_graph, curved_sums(), point_seeds(),
+           labelled(st.integers(2, 4), "orders 2 to 4"),
+           labelled(st.integers(0, 2), "the call before the last without it (0 to 2, modulo order - 1)"),
+           fails_on="summed")
