@@ -20,20 +20,22 @@ DOUBLE_BACKWARD = "torch.compile with aot_autograd does not currently support do
 NOT_USED = "The differentiated Tensor at index 0 appears to not have been used in the graph"
 
 
-def second_grad_through_compile(function, inputs, compiled=True, backend="aot_eager", **grad_options):
+def second_grad_through_compile(function, inputs, compiled=True, backend="aot_eager", wrt=None, **grad_options):
     """The second ``grad`` of ``function`` (compiled with ``backend`` unless
     ``compiled=False``) at ``inputs``, seeded with ones: the error message it raised,
-    or what it returned."""
+    or what it returned. With ``wrt`` (a list of tensors, such as ``inputs`` and a
+    layer's weight, as a gradient penalty differentiates), the first derivative's
+    gradient with respect to each, flattened into one tensor."""
     if compiled:
         torch._dynamo.reset()  # compile afresh: one input's graph must not serve another
         function = torch.compile(function, backend=backend)
     out = function(inputs)
     (first,) = torch.autograd.grad(out, inputs, torch.ones_like(out), create_graph=True)
     try:
-        (second,) = torch.autograd.grad(first, inputs, torch.ones_like(first), **grad_options)
+        second = torch.autograd.grad(first, inputs if wrt is None else wrt, torch.ones_like(first), **grad_options)
     except RuntimeError as error:
         return str(error)
-    return second
+    return second[0] if wrt is None else torch.cat([part.flatten() for part in second])
 
 
 def main() -> None:
@@ -141,25 +143,44 @@ def hessian_keeps_only_uncompiled_part(g, seed, with_term) -> bool:
             and bool((silent != 0).any()) == with_term)
 
 
+# Trained layers a compiled function applies around the call: before it, one per
+# length of t (2 to 6); after it, on the call's (scalar) result.
+with torch.random.fork_rng():
+    torch.manual_seed(0)
+    _LAYER_BEFORE = {n: torch.nn.Linear(n, n).double() for n in range(2, 7)}
+    _LAYER_AFTER = torch.nn.Linear(1, 1).double()
+
+
+def _no_weights(n):
+    return []
+
+
 # What a compiled function does around a call to a torch.compiler.disable'd E:
-# name -> (outer function of E, whether that work is linear).
-AROUND = {"2 * E(t)": (lambda E: lambda t: 2 * E(t), True),
-          "E(t) - E(t) / 3": (lambda E: lambda t: E(t) - E(t) / 3, True),
-          "E(t) + t.sum()": (lambda E: lambda t: E(t) + t.sum(), True),
-          "tanh(E(t))": (lambda E: lambda t: torch.tanh(E(t)), False),
-          "exp(E(t))": (lambda E: lambda t: torch.exp(E(t)), False),
-          "E(t) ** 2": (lambda E: lambda t: E(t) ** 2, False),
-          "E(t.sin())": (lambda E: lambda t: E(t.sin()), False),
-          "E(t) + (t ** 3).sum()": (lambda E: lambda t: E(t) + (t**3).sum(), False)}
+# name -> (outer function of E, whether it only scales the call's result or adds such
+# results, the weights of the layers it trains for t of length n).
+AROUND = {"2 * E(t)": (lambda E: lambda t: 2 * E(t), True, _no_weights),
+          "E(t) - E(t) / 3": (lambda E: lambda t: E(t) - E(t) / 3, True, _no_weights),
+          "E(2 * t)": (lambda E: lambda t: E(2 * t), False, _no_weights),
+          "E(t / 255)": (lambda E: lambda t: E(t / 255), False, _no_weights),
+          "E(Linear(t))": (lambda E: lambda t: E(_LAYER_BEFORE[t.shape[-1]](t)), False,
+                           lambda n: [_LAYER_BEFORE[n].weight]),
+          "Linear(E(t))": (lambda E: lambda t: _LAYER_AFTER(E(t).reshape(1)).sum(), False,
+                           lambda n: [_LAYER_AFTER.weight]),
+          "tanh(E(t))": (lambda E: lambda t: torch.tanh(E(t)), False, _no_weights),
+          "exp(E(t))": (lambda E: lambda t: torch.exp(E(t)), False, _no_weights),
+          "E(t) ** 2": (lambda E: lambda t: E(t) ** 2, False, _no_weights),
+          "E(t.sin())": (lambda E: lambda t: E(t.sin()), False, _no_weights),
+          "E(t) + (t ** 3).sum()": (lambda E: lambda t: E(t) + (t**3).sum(), False, _no_weights)}
 
 
-def around_the_call(linear_only: bool = False):
-    """Strategy of names in ``AROUND`` (only the linear ones with ``linear_only``)."""
+def around_the_call(results_only: bool = False):
+    """Strategy of names in ``AROUND`` (with ``results_only``, only those that scale
+    the call's result or add such results)."""
     from families import labelled
     from hypothesis import strategies as st
 
-    names = [name for name, (_, linear) in AROUND.items() if linear or not linear_only]
-    what = "linear compiled work" if linear_only else "compiled work"
+    names = [name for name, (_, on_results, _) in AROUND.items() if on_results or not results_only]
+    what = "compiled work that only scales or adds the call's results" if results_only else "compiled work"
     return labelled(st.sampled_from(names), f"{what} around the call: " + ", ".join(names))
 
 

@@ -2368,7 +2368,7 @@ def disable_inside_fixes_whatever_is_around_it(g, seed, around) -> bool:
     call: the second grad would be eager mode's. Nonlinear work raises or is wrong."""
     from compiled_double_backward import AROUND, second_grad_through_compile
 
-    make, _linear = AROUND[around]
+    make, _on_results, _weights = AROUND[around]
     at = g.point(seed).requires_grad_(True)
     inside = second_grad_through_compile(make(torch.compiler.disable(g)), at)
     true = second_grad_through_compile(make(g), at, compiled=False)
@@ -2380,7 +2380,7 @@ def test_s12_refA_r4_disable_fixes_only_linear_work_around_the_call(real_claims)
 
     replay(real_claims, "reference/error-messages", "**Fix:** take the derivatives that are differentiated",
            disable_inside_fixes_whatever_is_around_it, curved_sums(), point_seeds(),
-           around_the_call(), fails_on="E(t")
+           around_the_call(), fails_on="E(2 * t)")
 
 
 def retain_graph_in_the_loop_gives_stale_gradients_or_raises(w0, steps) -> bool:
@@ -4181,6 +4181,18 @@ def test_s11_b1_j0_raises_whenever_only_constants_follow(real_claims):
 
 # -- s10 refA R1: first.requires_grad False is no proof of a zero second derivative --
 
+ERRORS_PAGE_BACKWARDS_HERE = ("x³, its input kept in forward(ctx, x)",  # the page adds these to CUSTOM_BACKWARDS
+                              "x³, NumPy on grad.detach(), no decorator",
+                              "x³, NumPy on grad.numpy(force=True), no decorator",
+                              "x³, NumPy coefficient times the gradient, no decorator",
+                              "x³, PyTorch operations, @once_differentiable",
+                              "x sin x, reads its input and sin(x) from setup_context")
+# what the page puts before and after them
+ERRORS_PAGE_BEFORE = ("x", "2 * x", "Linear", "sin", "x * x", "Linear -> tanh")
+ERRORS_PAGE_AFTER = ("sum", "mean", "2 * sum", "Linear -> sum", "relu -> sum", "sin -> sum", "squared loss",
+                     "Linear -> squared loss")
+
+
 def requires_grad_false_means_a_zero_second_derivative(name, values, after=None) -> bool:
     """s10 refA R1, error-messages.md: "**Fix:** the second derivative of such a
     function is 0. Test `first.requires_grad` before differentiating again", read as
@@ -4208,14 +4220,8 @@ def requires_grad_false_means_a_zero_second_derivative(name, values, after=None)
 def test_s10_refa_r1_an_unrecorded_backward_hides_a_nonzero_second_derivative(real_claims):
     from custom_backwards import CUSTOM_BACKWARDS, backward_points
 
-    names = sorted([*CUSTOM_BACKWARDS, "x³, NumPy on grad.detach(), no decorator",  # and the page's r27r4 cases
-                    "x³, NumPy on grad.numpy(force=True), no decorator",
-                    "x³, NumPy coefficient times the gradient, no decorator",
-                    "x³, PyTorch operations, @once_differentiable",
-                    "x sin x, reads its input and sin(x) from setup_context"])
-    before = ("x", "2 * x", "Linear", "sin", "x * x", "Linear -> tanh")
-    after = ("sum", "mean", "2 * sum", "Linear -> sum", "relu -> sum", "sin -> sum", "squared loss",
-             "Linear -> squared loss")
+    names = sorted([*CUSTOM_BACKWARDS, *ERRORS_PAGE_BACKWARDS_HERE[1:]])  # and the page's r27r4 cases
+    before, after = ERRORS_PAGE_BEFORE, ERRORS_PAGE_AFTER
 
     def on_x_then_a_sum(name, values, before, after):  # the old sentence's setting; it said nothing else
         return before != "x" or after != "sum" or requires_grad_false_means_a_zero_second_derivative(name, values)
@@ -5825,3 +5831,96 @@ def test_r32e_3_4_j1_prime_needs_its_limit_at_0(real_claims):
     replay(real_claims, "how-to/handle-operations-with-no-useful-derivative",
            "For a second derivative, make the backward differentiable", literal_j1_gives_the_second_derivative,
            points_through_0(), fails_on="0.0")
+
+# -- r32h-1/2: error-messages.md, gradgradcheck and the x sin x backward ---------------
+
+def gradgradcheck_tells_whether_the_backward_is_recorded(name, values, seed) -> bool:
+    """r32h-1/2, error-messages.md (2c2b508:749): "test the Function with gradgradcheck
+    on float64 inputs that require grad", read: it passes exactly for a recorded
+    backward. Replayed on the backwards of custom_backwards (the page's own others
+    pass); at 0 or where J1 turns a backward that misses terms passes."""
+    from custom_backwards import CUSTOM_BACKWARDS
+
+    if name not in CUSTOM_BACKWARDS:
+        return True
+    function, recorded = CUSTOM_BACKWARDS[name]
+    at = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    return torch.autograd.gradgradcheck(function.apply, (at,), raise_exception=False) == recorded
+
+
+def test_r32h_1_2_gradgradcheck_passes_where_the_missed_terms_vanish(real_claims):
+    from custom_backwards import CUSTOM_BACKWARDS, backward_points, grad_outputs
+
+    names = sorted([*CUSTOM_BACKWARDS, *ERRORS_PAGE_BACKWARDS_HERE])
+    replay(real_claims, "reference/error-messages", "{py:func}`torch.autograd.gradgradcheck` on the Function",
+           gradgradcheck_tells_whether_the_backward_is_recorded,
+           labelled(st.sampled_from(names), "every custom Function above, recorded or not"),
+           backward_points(vanishing=True), grad_outputs(), fails_on="[0.0]")
+
+
+def x_sin_x_mixed_is_wrong(values, _before, _after) -> bool:
+    """r32h-2, error-messages.md (2c2b508:753-755): a backward that "computes from its
+    input with recorded operations and also reads such an intermediate raises nothing,
+    yet its second derivative is wrong" (checked on x sin x, straight into a sum). At
+    x = pi/2 the cos x it misses is 0: right."""
+    from custom_backwards import XSinXMixed
+
+    at = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    (first,) = torch.autograd.grad(XSinXMixed.apply(at).sum(), at, create_graph=True)
+    (second,) = torch.autograd.grad(first.sum(), at)
+    x = at.detach()
+    return not torch.allclose(second, 2 * x.cos() - x * x.sin(), atol=1e-5)
+
+
+def test_r32h_2_the_mixed_backward_is_right_where_cos_vanishes(real_claims):
+    from custom_backwards import backward_points
+
+    replay(real_claims, "reference/error-messages", "one that computes from its\ninput with recorded operations",
+           x_sin_x_mixed_is_wrong, backward_points(vanishing=True), st.sampled_from(ERRORS_PAGE_BEFORE),
+           st.sampled_from(ERRORS_PAGE_AFTER), fails_on="[1.5707963267948966]")
+
+
+# -- r32h-3/4: error-messages.md, torch.compiler.disable with linear work around the call --
+
+LINEAR_AROUND_THE_CALL = ("2 * E(t)", "E(t) - E(t) / 3", "E(2 * t)", "E(t / 255)", "E(Linear(t))", "Linear(E(t))")
+
+
+def disable_inside_fixes_linear_work_around_the_call(g, seed, around) -> bool:
+    """r32h-3/4, error-messages.md (2c2b508:2857-2861): disable on the inner function
+    works "provided the rest of the compiled function is linear (a scale, a sum)".
+    A scale or a Linear layer before the call raises."""
+    return around not in LINEAR_AROUND_THE_CALL or disable_inside_fixes_whatever_is_around_it(g, seed, around)
+
+
+def test_r32h_3_4_linear_work_before_the_call_still_raises(real_claims):
+    from compiled_double_backward import around_the_call, curved_sums, point_seeds
+
+    replay(real_claims, "reference/error-messages", "**Fix:** take the derivatives that are differentiated",
+           disable_inside_fixes_linear_work_around_the_call, curved_sums(), point_seeds(),
+           around_the_call(), fails_on="E(2 * t)")
+
+
+# -- r32h-5: error-messages.md, one grad per order needs create_graph on all but the last --
+
+def one_grad_per_order_without_create_graph(g, seed, order, _dropped) -> bool:
+    """r32h-5, error-messages.md (2c2b508:1072): "For derivatives of any order, ask
+    torch.autograd.grad for each one", done as written: the second call raises
+    "element 0 of tensors does not require grad"."""
+    at = g.point(seed).requires_grad_(True)
+    current = g(at)
+    try:
+        for _ in range(order):
+            (current,) = torch.autograd.grad(current.sum(), at)
+    except RuntimeError:
+        return False
+    return True
+
+
+def test_r32h_5_one_grad_per_order_needs_create_graph(real_claims):
+    from compiled_double_backward import curved_sums, point_seeds
+
+    replay(real_claims, "reference/error-messages", "For derivatives of any order",
+           one_grad_per_order_without_create_graph, curved_sums(), point_seeds(),
+           labelled(st.integers(2, 4), "orders 2 to 4"),
+           labelled(st.integers(0, 2), "the call before the last without it (0 to 2, modulo order - 1)"),
+           fails_on="summed")
