@@ -2515,15 +2515,16 @@ def every_move_is_a_non_leaf_copy(case) -> bool:
 
 
 def test_s6_audit40_a_move_that_changes_nothing_returns_the_leaf(real_claims):
-    from reader_settings import MOVES, moved_leaves
+    from reader_settings import FORMAT_MOVES, MOVES, moved_leaves
 
     quote = "**`.to()`, `.cuda()` or `.double()` after `requires_grad=True`**"
     replay(real_claims, "how-to/get-gradients-of-intermediate-tensors", quote, every_move_is_a_non_leaf_copy,
-           moved_leaves(), fails_on="x.to(float32)")
+           moved_leaves(formats=True), fails_on="x.to(float32)")
     [record] = [r for r in _records_quoting(real_claims, "how-to/get-gradients-of-intermediate-tensors", quote)
                 if r["check"] == "check_property"]
     # Every move ran, and the reveal names each one whole (not "...then x.").
-    assert record["members"] == len(MOVES) and set(record["drawn"]) <= set(MOVES), record
+    moves = {**MOVES, **FORMAT_MOVES}
+    assert record["members"] == len(moves) and set(record["drawn"]) <= set(moves), record
 
 
 def test_s6_audit22_the_plain_tensor_clause_is_shown_by_plain(real_claims):
@@ -5696,3 +5697,24 @@ def test_n29h_1_2_the_silent_loss_is_not_stopped_by_once_differentiable(real_cla
     replay(real_claims, CUSTOM_FUNCTION_PAGE, "Depending on the rest of the graph",
            no_silent_loss_with_once_differentiable_or_a_trained_layer, custom_backwards(),
            backward_points(), around_the_function(), losses_with_linear_terms(), fails_on="-> Function")
+
+
+# -- r32a-2: get-gradients-of-intermediate-tensors.md, a .to() that keeps dtype and device --
+
+def a_move_copies_when_it_changes_the_dtype_or_device(case) -> bool:
+    """r32a-2, get-gradients-of-intermediate-tensors.md (2c2b508:49-50 and 1431-1432):
+    ".to() ... after requires_grad=True, when it changed the device or dtype: you hold a
+    non-leaf copy", read as: a move that keeps both returns the leaf. x.to(memory_format=
+    channels_last) and x.to('cpu', copy=True) keep both and return a non-leaf copy."""
+    changed = (case.tensor.dtype, case.tensor.device) != (case.leaf.dtype, case.leaf.device)
+    return case.tensor.is_leaf != changed
+
+
+@pytest.mark.parametrize("quote", ["**`.to()`, `.cuda()` or `.double()` after `requires_grad=True`**",
+                                   "leaves you a non-leaf when it returns a new tensor"])
+def test_r32a_2_a_move_in_dtype_and_device_can_still_copy(real_claims, quote):
+    from reader_settings import moved_leaves
+
+    replay(real_claims, "how-to/get-gradients-of-intermediate-tensors", quote,
+           a_move_copies_when_it_changes_the_dtype_or_device, moved_leaves(formats=True),
+           fails_on="memory_format=channels_last")
