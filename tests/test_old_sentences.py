@@ -4753,13 +4753,14 @@ def test_s22_howtoa_a2_adam_ignores_k_only_far_above_eps(real_claims):
            fails_on="e-0")
 
 
-S22_DEFAULT_OPTIMIZERS = labelled(st.sampled_from(["SGD", "Adam", "AdamW"]),
-                                  "default (for-loop/foreach) optimizers: SGD, Adam, AdamW")
+S22_DEFAULT_OPTIMIZERS = labelled(st.sampled_from([(name, options) for name in ("SGD", "Adam", "AdamW")
+                                                    for options in ({}, {"foreach": True})]),
+                                  "SGD, Adam, AdamW, with default options and with foreach=True")
 S22_AUTOCAST_DTYPES = labelled(st.sampled_from([torch.bfloat16, torch.float16]),
                                "CPU autocast dtypes: bfloat16, float16")
 
 
-def second_backward_after_a_step_raises(name, dtype, seed) -> bool:
+def second_backward_after_a_step_raises(optimizer, dtype, seed) -> bool:
     """s22 A3: "the second backward after a step of a for-loop or `foreach` optimizer
     (the defaults) raises [...] modified by an inplace operation", with fused=True the
     only exception named: the page's two-loss cell, forward under CPU autocast."""
@@ -4769,7 +4770,8 @@ def second_backward_after_a_step_raises(name, dtype, seed) -> bool:
     with torch.autocast("cpu", dtype=dtype):
         out = net(torch.ones(4, 2))
     out.sum().backward(retain_graph=True)
-    getattr(torch.optim, name)(net.parameters(), lr=0.1).step()
+    name, options = optimizer
+    getattr(torch.optim, name)(net.parameters(), lr=0.1, **options).step()
     try:
         (out ** 2).sum().backward()
     except RuntimeError as error:
@@ -4785,13 +4787,14 @@ def test_s22_howtoa_a3_autocast_second_backward_does_not_raise(real_claims):
            fails_on="torch.")
 
 
-def retain_graph_loop_raises_at_step_2(dtype, name, seed) -> bool:
+def retain_graph_loop_raises_at_step_2(dtype, optimizer, seed) -> bool:
     """s22 A3: "steps 0 and 1 pass, step 2 raises [...]" and the Summary's "fails once
     the optimizer has changed a saved weight": the page's retain_graph loop, under autocast."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         cell = torch.nn.Linear(3, 3)
-    optimizer = getattr(torch.optim, name)(cell.parameters(), lr=0.1)
+    name, options = optimizer
+    optimizer = getattr(torch.optim, name)(cell.parameters(), lr=0.1, **options)
     h, finished = torch.zeros(1, 3), []
     try:
         for step in range(5):
