@@ -295,19 +295,39 @@ MOVES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "x.float()": lambda x: x.float(),
     "x.to('cpu')": lambda x: x.to("cpu"),
 }
+# .to() on an image batch (B, C, H, W) that keeps the dtype and device: a copy in
+# another memory format, or one asked for; x itself for the format it already has.
+FORMAT_MOVES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "x.to(memory_format=channels_last)": lambda x: x.to(memory_format=torch.channels_last),
+    "x.to(float32, memory_format=channels_last)": lambda x: x.to(torch.float32,
+                                                                 memory_format=torch.channels_last),
+    "x.to(memory_format=contiguous_format)": lambda x: x.to(memory_format=torch.contiguous_format),
+    "x.to('cpu', copy=True)": lambda x: x.to("cpu", copy=True),
+}
 
 
-@named("x = randn(3, 2, requires_grad=True), float32 on the CPU, then .to(), .float() "
-       "or .double(): to another dtype or device, or to its own")
-def moved_leaves() -> st.SearchStrategy[NonLeaf]:
+def _move_words(formats: bool = False) -> str:
+    if not formats:
+        return ("x = randn(3, 2, requires_grad=True), float32 on the CPU, then .to(), .float() "
+                "or .double(): to another dtype or device, or to its own")
+    return ("x = randn(2, 3, 2, 2, requires_grad=True), an image batch, float32 on the CPU, then "
+            ".to(), .float() or .double(): to another dtype, device or memory format, a copy "
+            "(copy=True), or to its own")
+
+
+@named(_move_words)
+def moved_leaves(formats: bool = False) -> st.SearchStrategy[NonLeaf]:
     """A leaf moved as the checklist of "why is .grad None" says: each member named by
-    the call alone (a reveal shows it whole), the leaf fresh for every draw."""
-    return st.sampled_from(list(MOVES)).map(lambda way: _moved(way))
+    the call alone (a reveal shows it whole), the leaf fresh for every draw. With
+    ``formats``, the leaf is an image batch and the moves include ``FORMAT_MOVES``."""
+    ways = list(MOVES) + (list(FORMAT_MOVES) if formats else [])
+    return st.sampled_from(ways).map(lambda way: _moved(way, formats))
 
 
-def _moved(way: str) -> NonLeaf:
-    leaf = torch.randn(3, 2, generator=torch.Generator().manual_seed(0), requires_grad=True)
-    return NonLeaf(way, leaf, MOVES[way](leaf))
+def _moved(way: str, formats: bool = False) -> NonLeaf:
+    shape = (2, 3, 2, 2) if formats else (3, 2)
+    leaf = torch.randn(*shape, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    return NonLeaf(way, leaf, {**MOVES, **FORMAT_MOVES}[way](leaf))
 
 
 @named("vectors, rows (N, F) and image batches (B, C, H, W), with a dim of each")

@@ -2516,15 +2516,16 @@ def every_move_is_a_non_leaf_copy(case) -> bool:
 
 
 def test_s6_audit40_a_move_that_changes_nothing_returns_the_leaf(real_claims):
-    from reader_settings import MOVES, moved_leaves
+    from reader_settings import FORMAT_MOVES, MOVES, moved_leaves
 
     quote = "**`.to()`, `.cuda()` or `.double()` after `requires_grad=True`**"
     replay(real_claims, "how-to/get-gradients-of-intermediate-tensors", quote, every_move_is_a_non_leaf_copy,
-           moved_leaves(), fails_on="x.to(float32)")
+           moved_leaves(formats=True), fails_on="x.to(float32)")
     [record] = [r for r in _records_quoting(real_claims, "how-to/get-gradients-of-intermediate-tensors", quote)
                 if r["check"] == "check_property"]
     # Every move ran, and the reveal names each one whole (not "...then x.").
-    assert record["members"] == len(MOVES) and set(record["drawn"]) <= set(MOVES), record
+    moves = {**MOVES, **FORMAT_MOVES}
+    assert record["members"] == len(moves) and set(record["drawn"]) <= set(moves), record
 
 
 def test_s6_audit22_the_plain_tensor_clause_is_shown_by_plain(real_claims):
@@ -4764,13 +4765,14 @@ def test_s22_howtoa_a2_adam_ignores_k_only_far_above_eps(real_claims):
            fails_on="e-0")
 
 
-S22_DEFAULT_OPTIMIZERS = labelled(st.sampled_from(["SGD", "Adam", "AdamW"]),
-                                  "default (for-loop/foreach) optimizers: SGD, Adam, AdamW")
+S22_DEFAULT_OPTIMIZERS = labelled(st.sampled_from([(name, options) for name in ("SGD", "Adam", "AdamW")
+                                                    for options in ({}, {"foreach": True})]),
+                                  "SGD, Adam, AdamW, with default options and with foreach=True")
 S22_AUTOCAST_DTYPES = labelled(st.sampled_from([torch.bfloat16, torch.float16]),
                                "CPU autocast dtypes: bfloat16, float16")
 
 
-def second_backward_after_a_step_raises(name, dtype, seed) -> bool:
+def second_backward_after_a_step_raises(optimizer, dtype, seed) -> bool:
     """s22 A3: "the second backward after a step of a for-loop or `foreach` optimizer
     (the defaults) raises [...] modified by an inplace operation", with fused=True the
     only exception named: the page's two-loss cell, forward under CPU autocast."""
@@ -4780,7 +4782,8 @@ def second_backward_after_a_step_raises(name, dtype, seed) -> bool:
     with torch.autocast("cpu", dtype=dtype):
         out = net(torch.ones(4, 2))
     out.sum().backward(retain_graph=True)
-    getattr(torch.optim, name)(net.parameters(), lr=0.1).step()
+    name, options = optimizer
+    getattr(torch.optim, name)(net.parameters(), lr=0.1, **options).step()
     try:
         (out ** 2).sum().backward()
     except RuntimeError as error:
@@ -4796,13 +4799,14 @@ def test_s22_howtoa_a3_autocast_second_backward_does_not_raise(real_claims):
            fails_on="torch.")
 
 
-def retain_graph_loop_raises_at_step_2(dtype, name, seed) -> bool:
+def retain_graph_loop_raises_at_step_2(dtype, optimizer, seed) -> bool:
     """s22 A3: "steps 0 and 1 pass, step 2 raises [...]" and the Summary's "fails once
     the optimizer has changed a saved weight": the page's retain_graph loop, under autocast."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         cell = torch.nn.Linear(3, 3)
-    optimizer = getattr(torch.optim, name)(cell.parameters(), lr=0.1)
+    name, options = optimizer
+    optimizer = getattr(torch.optim, name)(cell.parameters(), lr=0.1, **options)
     h, finished = torch.zeros(1, 3), []
     try:
         for step in range(5):
@@ -5924,3 +5928,23 @@ def test_r32h_5_one_grad_per_order_needs_create_graph(real_claims):
            labelled(st.integers(2, 4), "orders 2 to 4"),
            labelled(st.integers(0, 2), "the call before the last without it (0 to 2, modulo order - 1)"),
            fails_on="summed")
+
+# -- r32a-2: get-gradients-of-intermediate-tensors.md, a .to() that keeps dtype and device --
+
+def a_move_copies_when_it_changes_the_dtype_or_device(case) -> bool:
+    """r32a-2, get-gradients-of-intermediate-tensors.md (2c2b508:49-50 and 1431-1432):
+    ".to() ... after requires_grad=True, when it changed the device or dtype: you hold a
+    non-leaf copy", read as: a move that keeps both returns the leaf. x.to(memory_format=
+    channels_last) and x.to('cpu', copy=True) keep both and return a non-leaf copy."""
+    changed = (case.tensor.dtype, case.tensor.device) != (case.leaf.dtype, case.leaf.device)
+    return case.tensor.is_leaf != changed
+
+
+@pytest.mark.parametrize("quote", ["**`.to()`, `.cuda()` or `.double()` after `requires_grad=True`**",
+                                   "leaves you a non-leaf when it returns a new tensor"])
+def test_r32a_2_a_move_in_dtype_and_device_can_still_copy(real_claims, quote):
+    from reader_settings import moved_leaves
+
+    replay(real_claims, "how-to/get-gradients-of-intermediate-tensors", quote,
+           a_move_copies_when_it_changes_the_dtype_or_device, moved_leaves(formats=True),
+           fails_on="memory_format=channels_last")
