@@ -5696,3 +5696,32 @@ def test_n29h_1_2_the_silent_loss_is_not_stopped_by_once_differentiable(real_cla
     replay(real_claims, CUSTOM_FUNCTION_PAGE, "Depending on the rest of the graph",
            no_silent_loss_with_once_differentiable_or_a_trained_layer, custom_backwards(),
            backward_points(), around_the_function(), losses_with_linear_terms(), fails_on="-> Function")
+
+
+# -- r32c-1/2, r32c-3/4: debug-nan-and-wrong-gradients.md, differentiate-a-network-output... --
+
+def outside_autocast_runs_the_operation_in_float32(dtype) -> bool:
+    """r32c-1/2, debug-nan-and-wrong-gradients.md (2c2b508:849): "that operation in float32
+    (outside `autocast`)", read on the activation a reader has: the overflowing Linear
+    (weights 350), run under autocast(enabled=False) on the float16 activation of 100s an
+    earlier autocast operation made, gives a finite float32 output (it raises: the
+    activation is still float16)."""
+    if dtype != torch.float16:
+        return True  # no overflow to fix
+    layer = torch.nn.Linear(2, 1)
+    with torch.no_grad():
+        layer.weight.fill_(350.0)
+    with torch.autocast("cpu", dtype=dtype):
+        h = torch.nn.functional.linear(torch.full((1, 2), 100.0), torch.eye(2))
+        with torch.autocast("cpu", enabled=False):
+            try:
+                out = layer(h)
+            except RuntimeError:
+                return False
+    return out.dtype == torch.float32 and bool(out.isfinite().all())
+
+
+def test_r32c_1_outside_autocast_leaves_the_activation_float16(real_claims):
+    replay(real_claims, "how-to/debug-nan-and-wrong-gradients", "run that operation under `torch.autocast(",
+           outside_autocast_runs_the_operation_in_float32, autocast_dtypes(), fails_on="torch.float16")
+
