@@ -5725,3 +5725,25 @@ def test_r32c_1_outside_autocast_leaves_the_activation_float16(real_claims):
     replay(real_claims, "how-to/debug-nan-and-wrong-gradients", "run that operation under `torch.autocast(",
            outside_autocast_runs_the_operation_in_float32, autocast_dtypes(), fails_on="torch.float16")
 
+
+def zeros_when_u_x_does_not_require_grad(setting, first_grad) -> bool:
+    """r32c-3/4, differentiate-a-network-output-with-respect-to-its-input.md (2c2b508:754):
+    "Test `u_x.requires_grad` and use zeros when it is `False`", whatever the first
+    grad: a u_x that does not require grad comes with a zero Hessian. A first grad
+    without create_graph=True gives a Tanh MLP's u_x, which does not require grad."""
+    from torch.func import hessian, vmap
+
+    x = setting.inputs.detach().clone().requires_grad_()
+    u = setting.model(x)
+    (u_x,) = torch.autograd.grad(u, x, torch.ones_like(u), create_graph=first_grad == "create_graph=True")
+    hessians = vmap(hessian(lambda row: setting.model(row[None]).sum()))(x.detach())
+    return u_x.requires_grad or bool((hessians == 0).all())
+
+
+def test_r32c_3_requires_grad_is_false_too_when_create_graph_was_forgotten(real_claims):
+    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
+           "If the first `grad` had `create_graph=True`", zeros_when_u_x_does_not_require_grad,
+           multi_feature_inputs(),
+           labelled(st.sampled_from(["create_graph=True", "create_graph forgotten"]),
+                    "a first grad with create_graph=True, or without it"),
+           fails_on="create_graph forgotten")
