@@ -1668,7 +1668,7 @@ def the_float16_mask_gives_a_finite_gradient_near_zero(scale, seed) -> bool:
 
 def test_h2_the_float16_mask_fixes_exact_zeros_only(real_claims):
     replay(real_claims, "how-to/debug-nan-and-wrong-gradients",
-           "Compute it in float32 and cast back",
+           "Compute the mask and `n` from `x.float()`",
            the_float16_mask_gives_a_finite_gradient_near_zero, st.floats(1e-7, 1e-1), SEEDS, fails_on=", ")
 
 
