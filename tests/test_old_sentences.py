@@ -1669,7 +1669,7 @@ def the_float16_mask_gives_a_finite_gradient_near_zero(scale, seed) -> bool:
 
 def test_h2_the_float16_mask_fixes_exact_zeros_only(real_claims):
     replay(real_claims, "how-to/debug-nan-and-wrong-gradients",
-           "Compute it in float32 and cast back",
+           "Compute the mask and `n` from `x.float()`",
            the_float16_mask_gives_a_finite_gradient_near_zero, st.floats(1e-7, 1e-1), SEEDS, fails_on=", ")
 
 
@@ -5948,3 +5948,53 @@ def test_r32a_2_a_move_in_dtype_and_device_can_still_copy(real_claims, quote):
     replay(real_claims, "how-to/get-gradients-of-intermediate-tensors", quote,
            a_move_copies_when_it_changes_the_dtype_or_device, moved_leaves(formats=True),
            fails_on="memory_format=channels_last")
+
+# -- r32c-1/2, r32c-3/4: debug-nan-and-wrong-gradients.md, differentiate-a-network-output... --
+
+def outside_autocast_runs_the_operation_in_float32(dtype) -> bool:
+    """r32c-1/2, debug-nan-and-wrong-gradients.md (2c2b508:849): "that operation in float32
+    (outside `autocast`)", read on the activation a reader has: the overflowing Linear
+    (weights 350), run under autocast(enabled=False) on the float16 activation of 100s an
+    earlier autocast operation made, gives a finite float32 output (it raises: the
+    activation is still float16)."""
+    if dtype != torch.float16:
+        return True  # no overflow to fix
+    layer = torch.nn.Linear(2, 1)
+    with torch.no_grad():
+        layer.weight.fill_(350.0)
+    with torch.autocast("cpu", dtype=dtype):
+        h = torch.nn.functional.linear(torch.full((1, 2), 100.0), torch.eye(2))
+        with torch.autocast("cpu", enabled=False):
+            try:
+                out = layer(h)
+            except RuntimeError:
+                return False
+    return out.dtype == torch.float32 and bool(out.isfinite().all())
+
+
+def test_r32c_1_outside_autocast_leaves_the_activation_float16(real_claims):
+    replay(real_claims, "how-to/debug-nan-and-wrong-gradients", "run that operation under `torch.autocast(",
+           outside_autocast_runs_the_operation_in_float32, autocast_dtypes(), fails_on="torch.float16")
+
+
+def zeros_when_u_x_does_not_require_grad(setting, first_grad) -> bool:
+    """r32c-3/4, differentiate-a-network-output-with-respect-to-its-input.md (2c2b508:754):
+    "Test `u_x.requires_grad` and use zeros when it is `False`", whatever the first
+    grad: a u_x that does not require grad comes with a zero Hessian. A first grad
+    without create_graph=True gives a Tanh MLP's u_x, which does not require grad."""
+    from torch.func import hessian, vmap
+
+    x = setting.inputs.detach().clone().requires_grad_()
+    u = setting.model(x)
+    (u_x,) = torch.autograd.grad(u, x, torch.ones_like(u), create_graph=first_grad == "create_graph=True")
+    hessians = vmap(hessian(lambda row: setting.model(row[None]).sum()))(x.detach())
+    return u_x.requires_grad or bool((hessians == 0).all())
+
+
+def test_r32c_3_requires_grad_is_false_too_when_create_graph_was_forgotten(real_claims):
+    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
+           "If the first `grad` had `create_graph=True`", zeros_when_u_x_does_not_require_grad,
+           multi_feature_inputs(),
+           labelled(st.sampled_from(["create_graph=True", "create_graph forgotten"]),
+                    "a first grad with create_graph=True, or without it"),
+           fails_on="create_graph forgotten")
