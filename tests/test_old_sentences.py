@@ -3267,11 +3267,24 @@ def train_batchnorm_raises_under_vmap(setting) -> bool:
     return False
 
 
-def test_s7_r1_train_batchnorm_runs_under_vmap_with_copies_or_untracked(real_claims):
+def image_batchnorm_with_copies_or_untracked_runs(setting) -> bool:
+    """r32i-2, glossary.md (2c2b508:2395-2398): "An image model (`BatchNorm2d`) passed
+    one copy of them per sample (`in_dims=0`), or built with `track_running_stats=False`,
+    runs", read of images of any size: on 1×1 images a BatchNorm2d sees one value per
+    channel, and a batch of one raises as on rows."""
+    from batchnorm_under_vmap import OWN
+
+    return setting.layer != "BatchNorm2d" or setting.stats == OWN or not train_batchnorm_raises_under_vmap(setting)
+
+
+@pytest.mark.parametrize("old_sentence, member", [
+    (train_batchnorm_raises_under_vmap, "BatchNorm2d"),
+    (image_batchnorm_with_copies_or_untracked_runs, "1×1 images")])
+def test_s7_r1_train_batchnorm_runs_under_vmap_with_copies_or_untracked(real_claims, old_sentence, member):
     from batchnorm_under_vmap import batchnorm_statistics_settings
 
     replay(real_claims, "reference/glossary", "Given a batch of one (`row[None]`), a model with BatchNorm",
-           train_batchnorm_raises_under_vmap, batchnorm_statistics_settings(), fails_on="BatchNorm2d")
+           old_sentence, batchnorm_statistics_settings(), fails_on=member)
 
 
 def vmap_jacrev_gives_each_samples_training_jacobian(setting) -> bool:
