@@ -5709,3 +5709,35 @@ def test_n29h_1_2_the_silent_loss_is_not_stopped_by_once_differentiable(real_cla
     replay(real_claims, CUSTOM_FUNCTION_PAGE, "Depending on the rest of the graph",
            no_silent_loss_with_once_differentiable_or_a_trained_layer, custom_backwards(),
            backward_points(), around_the_function(), losses_with_linear_terms(), fails_on="-> Function")
+
+
+# -- r32i-6, r32i-7: how-this-site-is-built.md, the words a quote must cover ----------
+
+def every_word_outside_the_quotes_leaves_it_partly(scopes, gap) -> bool:
+    """r32i-6, how-this-site-is-built.md (2c2b508:228-233): "*proven over a family*
+    when the quotes ... cover all of its words; ... *partly checked* when some of its
+    words lie outside every quote", read literally: a connective ("or") or a TeX command
+    (`\\le`) left between two quotes leaves the sentence partly checked. The engine
+    leaves those out of the words it counts."""
+    from autograd_docs import claim_sentences as cs
+
+    if gap is None or not all(scopes):
+        return True
+    shown = f"${gap}$" if gap.startswith("\\") else gap
+    sentence = cs.Sentence("p.md", 1, f"It leaves the sum {shown} in `x.grad`, always.", None)
+    quotes = ("It leaves the sum", "in `x.grad`, always.")
+    return cs.verdict(sentence, [{"quote": quote, "check": "check_close", "scope": scope}
+                                 for quote, scope in zip(quotes, scopes)]) == cs.PARTLY
+
+
+def test_r32i_6_7_connectives_and_tex_commands_can_lie_outside_every_quote(real_claims):
+    from autograd_docs import claim_sentences as cs
+
+    scopes = labelled(st.tuples(*[st.sampled_from([None, "example", "family"])] * 2),
+                      "two clauses, each quoted by no check, an example or a family")
+    gaps = labelled(st.none() | st.sampled_from(sorted(cs.CONNECTIVES))
+                    | st.sampled_from(("\\le", "\\ge", "\\ne", "\\lVert"))
+                    | st.sampled_from(("not", "never", "twice", "x", "raises", "unless")),
+                    "between the quotes: nothing, a connective of the engine's list, a TeX command or another word")
+    replay(real_claims, "reference/how-this-site-is-built", "A counted\n  sentence is *proven over a family*",
+           every_word_outside_the_quotes_leaves_it_partly, scopes, gaps, fails_on="('example', 'example'), 'a'")
