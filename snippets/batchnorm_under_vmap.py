@@ -6,9 +6,10 @@ BatchNorm in training mode then raises when its running statistics are the
 module's own buffers (their in-place update "would mutate a captured Tensor"),
 and on rows (``BatchNorm1d``) in any case: one value per channel. An image model
 (``BatchNorm2d``) given one copy of the buffers per sample (``in_dims=0``), or built
-with ``track_running_stats=False``, runs, each image normalized by its own
-statistics: the gradients are those of each image run alone, not of the batch's
-training loss. ``vmap(jacrev(model))`` raises on any of these models, whose
+with ``track_running_stats=False``, runs as long as each BatchNorm2d sees more than
+one pixel per channel (on 1×1 images it raises, as on rows), each image normalized
+by its own statistics: the gradients are those of each image run alone, not of the
+batch's training loss. ``vmap(jacrev(model))`` raises on any of these models, whose
 training forward mixes the samples (no per-sample Jacobian exists).
 """
 
@@ -34,12 +35,13 @@ class BatchNormSetting:
     inputs: torch.Tensor = field(repr=False, compare=False)
     layer: str
     stats: str
+    pixels: int = 16  # per channel of an image a BatchNorm2d sees (1: 1×1 images)
 
     def __repr__(self) -> str:
         return self.name
 
 
-def _model(layer: str, batch: int, tracked: bool, seed: int):
+def _model(layer: str, batch: int, tracked: bool, seed: int, side: int = 4):
     with seeded(seed):
         if layer == "BatchNorm1d":
             model = torch.nn.Sequential(
@@ -48,26 +50,27 @@ def _model(layer: str, batch: int, tracked: bool, seed: int):
             return model.to(DTYPE).train(), _vector(seed, batch, 3)
         model = torch.nn.Sequential(
             torch.nn.Conv2d(2, 3, 3, padding=1), torch.nn.BatchNorm2d(3, track_running_stats=tracked),
-            torch.nn.Tanh(), torch.nn.Flatten(), torch.nn.Linear(3 * 4 * 4, 1))
-        return model.to(DTYPE).train(), _vector(seed, batch, 2, 4, 4)
+            torch.nn.Tanh(), torch.nn.Flatten(), torch.nn.Linear(3 * side * side, 1))
+        return model.to(DTYPE).train(), _vector(seed, batch, 2, side, side)
 
 
-def _settings(draw, stats: tuple[str, ...]) -> BatchNormSetting:
+def _settings(draw, stats: tuple[str, ...], sides: tuple[int, ...] = (4,)) -> BatchNormSetting:
     layer, kept, batch, seed = (draw(st.sampled_from(["BatchNorm1d", "BatchNorm2d"])),
                                 draw(st.sampled_from(stats)), draw(BATCH_SIZES), draw(SEEDS))
-    model, inputs = _model(layer, batch, kept != UNTRACKED, seed)
-    shape = "rows" if layer == "BatchNorm1d" else "images"
+    side = draw(st.sampled_from(sides)) if layer == "BatchNorm2d" and len(sides) > 1 else sides[0]
+    model, inputs = _model(layer, batch, kept != UNTRACKED, seed, side)
+    shape = "rows" if layer == "BatchNorm1d" else f"{side}×{side} images"
     return BatchNormSetting(f"{layer} (train) on {batch} {shape}, running statistics {kept}",
-                            model, inputs, layer, kept)
+                            model, inputs, layer, kept, side * side)
 
 
-@named("models with BatchNorm1d or BatchNorm2d in training mode, running statistics "
-       "the module's own, a copy per sample or not tracked")
+@named("models with BatchNorm1d or BatchNorm2d (on 4×4 or 1×1 images) in training mode, "
+       "running statistics the module's own, a copy per sample or not tracked")
 @st.composite
 def batchnorm_statistics_settings(draw) -> BatchNormSetting:
-    """Rows or images through a train-mode BatchNorm, whose running statistics are
-    the module's buffers, one copy of them per sample, or none."""
-    return _settings(draw, (OWN, COPIES, UNTRACKED))
+    """Rows or images (of 4×4 or 1×1 pixels) through a train-mode BatchNorm, whose
+    running statistics are the module's buffers, one copy of them per sample, or none."""
+    return _settings(draw, (OWN, COPIES, UNTRACKED), sides=(4, 1))
 
 
 @named("models with BatchNorm1d or BatchNorm2d in training mode, running statistics "
@@ -109,11 +112,19 @@ def raises_on_the_bare_sample(setting: BatchNormSetting) -> bool:
 REFUSALS = {OWN: "would mutate a captured Tensor", "BatchNorm1d": "Expected more than 1 value per channel"}
 
 
+def _refusal(setting: BatchNormSetting) -> str | None:
+    """What a batch of one raises with: the module's own buffers first, then one
+    value per channel (rows, or 1×1 images), else nothing."""
+    one_value = "BatchNorm1d" if setting.pixels == 1 else setting.layer
+    return REFUSALS.get(setting.stats) or REFUSALS.get(one_value)
+
+
 def raises_unless_images_with_copies_or_untracked(setting: BatchNormSetting) -> bool:
-    """The per-sample gradients raise with the module's own buffers, and on rows in
-    any case; otherwise each is the gradient of its image run alone (normalized by
-    its own statistics), and their sum is not the batch's training-loss gradient."""
-    refusal = REFUSALS.get(setting.stats) or REFUSALS.get(setting.layer)
+    """The per-sample gradients raise with the module's own buffers, and on rows or
+    1×1 images in any case; otherwise each is the gradient of its image run alone
+    (normalized by its own statistics), and their sum is not the batch's
+    training-loss gradient."""
+    refusal = _refusal(setting)
     try:
         grads = per_sample_gradients(setting)
     except (RuntimeError, ValueError) as error:
@@ -153,7 +164,7 @@ def row_none_jacobians_raise_unless_untracked_images(setting: BatchNormSetting) 
     case; an image model with ``track_running_stats=False`` runs, and each image's
     Jacobian is that of the image alone (its own statistics), not the batch's block."""
     model, batch = copy.deepcopy(setting.model), setting.inputs.detach()
-    refusal = REFUSALS.get(setting.stats) or REFUSALS.get(setting.layer)
+    refusal = _refusal(setting)
     one_row = torch.func.jacrev(lambda row: model(row[None])[0])
     try:
         per_sample = torch.func.vmap(one_row, randomness="different")(batch)
@@ -177,7 +188,7 @@ def main() -> None:
     settings = members(batchnorm_statistics_settings(), 8)
     assert all(raises_unless_images_with_copies_or_untracked(s) for s in settings)
     assert all(mixes_samples_and_vmap_jacrev_raises(s) for s in members(train_batchnorm_models(), 4))
-    runs = [s for s in settings if s.layer == "BatchNorm2d" and s.stats != OWN]
+    runs = [s for s in settings if s.layer == "BatchNorm2d" and s.pixels > 1 and s.stats != OWN]
     assert runs, "draw an image model with copies or untracked statistics"
     per_sample_gradients(runs[0])
     print(f"holds on {len(settings)} members; runs under vmap: {runs[0]}")

@@ -3276,11 +3276,24 @@ def train_batchnorm_raises_under_vmap(setting) -> bool:
     return False
 
 
-def test_s7_r1_train_batchnorm_runs_under_vmap_with_copies_or_untracked(real_claims):
+def image_batchnorm_with_copies_or_untracked_runs(setting) -> bool:
+    """r32i-2, glossary.md (2c2b508:2395-2398): "An image model (`BatchNorm2d`) passed
+    one copy of them per sample (`in_dims=0`), or built with `track_running_stats=False`,
+    runs", read of images of any size: on 1×1 images a BatchNorm2d sees one value per
+    channel, and a batch of one raises as on rows."""
+    from batchnorm_under_vmap import OWN
+
+    return setting.layer != "BatchNorm2d" or setting.stats == OWN or not train_batchnorm_raises_under_vmap(setting)
+
+
+@pytest.mark.parametrize("old_sentence, member", [
+    (train_batchnorm_raises_under_vmap, "BatchNorm2d"),
+    (image_batchnorm_with_copies_or_untracked_runs, "1×1 images")])
+def test_s7_r1_train_batchnorm_runs_under_vmap_with_copies_or_untracked(real_claims, old_sentence, member):
     from batchnorm_under_vmap import batchnorm_statistics_settings
 
     replay(real_claims, "reference/glossary", "Given a batch of one (`row[None]`), a model with BatchNorm",
-           train_batchnorm_raises_under_vmap, batchnorm_statistics_settings(), fails_on="BatchNorm2d")
+           old_sentence, batchnorm_statistics_settings(), fails_on=member)
 
 
 def vmap_jacrev_gives_each_samples_training_jacobian(setting) -> bool:
@@ -5998,3 +6011,34 @@ def test_r32c_3_requires_grad_is_false_too_when_create_graph_was_forgotten(real_
            labelled(st.sampled_from(["create_graph=True", "create_graph forgotten"]),
                     "a first grad with create_graph=True, or without it"),
            fails_on="create_graph forgotten")
+
+# -- r32i-6, r32i-7: how-this-site-is-built.md, the words a quote must cover ----------
+
+def every_word_outside_the_quotes_leaves_it_partly(scopes, gap) -> bool:
+    """r32i-6, how-this-site-is-built.md (2c2b508:228-233): "*proven over a family*
+    when the quotes ... cover all of its words; ... *partly checked* when some of its
+    words lie outside every quote", read literally: a connective ("or") or a TeX command
+    (`\\le`) left between two quotes leaves the sentence partly checked. The engine
+    leaves those out of the words it counts."""
+    from autograd_docs import claim_sentences as cs
+
+    if gap is None or not all(scopes):
+        return True
+    shown = f"${gap}$" if gap.startswith("\\") else gap
+    sentence = cs.Sentence("p.md", 1, f"It leaves the sum {shown} in `x.grad`, always.", None)
+    quotes = ("It leaves the sum", "in `x.grad`, always.")
+    return cs.verdict(sentence, [{"quote": quote, "check": "check_close", "scope": scope}
+                                 for quote, scope in zip(quotes, scopes)]) == cs.PARTLY
+
+
+def test_r32i_6_7_connectives_and_tex_commands_can_lie_outside_every_quote(real_claims):
+    from autograd_docs import claim_sentences as cs
+
+    scopes = labelled(st.tuples(*[st.sampled_from([None, "example", "family"])] * 2),
+                      "two clauses, each quoted by no check, an example or a family")
+    gaps = labelled(st.none() | st.sampled_from(sorted(cs.CONNECTIVES))
+                    | st.sampled_from(("\\le", "\\ge", "\\ne", "\\lVert"))
+                    | st.sampled_from(("not", "never", "twice", "x", "raises", "unless")),
+                    "between the quotes: nothing, a connective of the engine's list, a TeX command or another word")
+    replay(real_claims, "reference/how-this-site-is-built", "A counted\n  sentence is *proven over a family*",
+           every_word_outside_the_quotes_leaves_it_partly, scopes, gaps, fails_on="('example', 'example'), 'a'")
