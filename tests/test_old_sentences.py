@@ -5696,3 +5696,26 @@ def test_n29h_1_2_the_silent_loss_is_not_stopped_by_once_differentiable(real_cla
     replay(real_claims, CUSTOM_FUNCTION_PAGE, "Depending on the rest of the graph",
            no_silent_loss_with_once_differentiable_or_a_trained_layer, custom_backwards(),
            backward_points(), around_the_function(), losses_with_linear_terms(), fails_on="-> Function")
+
+
+# -- r32d-1/2: differentiate-elementwise-functions-at-many-points.md, grad and captures --
+
+def grad_refuses_any_captured_change(change) -> bool:
+    """r32d-1 E / r32d-2 C, differentiate-elementwise-functions-at-many-points.md
+    (2c2b508:971-973): "`grad` refuses any in-place change of a captured tensor", checked
+    on four plain changes (add_, mul_, fill_). grad runs the running-statistics update
+    made inside the batch-norm kernel (F.batch_norm, InstanceNorm1d with tracked
+    statistics, BatchNorm1d without its counter) and changes the statistics silently."""
+    from batchnorm_under_vmap import run_captured_change
+
+    error, _ = run_captured_change(change, "grad")
+    return error is not None
+
+
+def test_r32d_1_2_grad_runs_the_batch_norm_kernels_update(real_claims):
+    from batchnorm_under_vmap import in_place_changes
+
+    replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points",
+           "`grad` refuses an in-place operation on a captured tensor", grad_refuses_any_captured_change,
+           in_place_changes, fails_on="num_batches_tracked None")
+
