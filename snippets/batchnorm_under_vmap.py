@@ -11,6 +11,11 @@ one pixel per channel (on 1×1 images it raises, as on rows), each image normali
 by its own statistics: the gradients are those of each image run alone, not of the
 batch's training loss. ``vmap(jacrev(model))`` raises on any of these models, whose
 training forward mixes the samples (no per-sample Jacobian exists).
+
+``captured_change_refused_unless_vmap`` draws the in-place changes of a captured
+tensor that ``torch.func`` refuses, and those it runs: the batch-norm kernel's
+own update of running statistics, and under ``vmap`` a change the same for
+every sample.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import copy
 from dataclasses import dataclass, field
 
 import torch
-from families import BATCH_SIZES, DTYPE, SEEDS, _vector, named, seeded
+from families import BATCH_SIZES, DTYPE, SEEDS, _vector, labelled, named, seeded
 from hypothesis import strategies as st
 from oracle import check_close
 
@@ -180,6 +185,96 @@ def row_none_jacobians_raise_unless_untracked_images(setting: BatchNormSetting) 
     return not torch.allclose(per_sample, blocks, atol=1e-6)
 
 
+# -- In-place changes of a captured tensor under torch.func ---------------------------
+# get-a-full-jacobian-or-hessian.md and differentiate-elementwise-functions-at-many-points.md
+# draw these: the transforms refuse every change but the batch-norm kernel's own update
+# of running statistics, and vmap refuses exactly the per-sample writes.
+
+# Each change of a captured tensor b (or of a captured norm layer's running statistics,
+# layers[name] in training mode) made by f(t); PER_SAMPLE: those whose written value
+# depends on t, i.e. is batched under vmap; IN_KERNEL: updates made inside the
+# batch-norm kernel, which only vmap refuses.
+IN_PLACE = {"add_": lambda b, t, layer: b.add_(1.0), "mul_": lambda b, t, layer: b.mul_(2.0),
+            "zero_": lambda b, t, layer: b.zero_(),
+            "item assignment": lambda b, t, layer: b.__setitem__(0, 5.0),
+            "add_ under no_grad": lambda b, t, layer: torch.no_grad()(b.add_)(1.0),
+            "copy_": lambda b, t, layer: b.copy_(t),
+            "copy_ of a detached value": lambda b, t, layer: b.copy_(t.detach()),
+            "add_(t)": lambda b, t, layer: b.add_(t),
+            "add_(t.detach())": lambda b, t, layer: b.add_(t.detach()),
+            "mul_(t)": lambda b, t, layer: b.mul_(t),
+            "item assignment of t[0]": lambda b, t, layer: b.__setitem__(0, t[0]),
+            "BatchNorm1d in training mode": lambda b, t, layer: layer["BatchNorm1d"](torch.stack([t, 2 * t])),
+            "BatchNorm1d with num_batches_tracked None":
+                lambda b, t, layer: layer["uncounted"](torch.stack([t, 2 * t])),
+            "InstanceNorm1d(track_running_stats=True) in training mode":
+                lambda b, t, layer: layer["InstanceNorm1d"](torch.stack([t, 2 * t], -1)[None]),
+            "F.batch_norm(x, b, var, training=True)": lambda b, t, layer: torch.nn.functional.batch_norm(
+                torch.stack([t, 2 * t]), b, torch.ones(3), training=True)}
+IN_KERNEL = {"BatchNorm1d with num_batches_tracked None",
+             "InstanceNorm1d(track_running_stats=True) in training mode",
+             "F.batch_norm(x, b, var, training=True)"}
+PER_SAMPLE = {"copy_", "copy_ of a detached value", "add_(t)", "add_(t.detach())", "mul_(t)",
+              "item assignment of t[0]", "BatchNorm1d in training mode"} | IN_KERNEL
+in_place_changes = labelled(st.sampled_from(sorted(IN_PLACE)), "in-place changes of a captured tensor")
+# Each transform the sentence names, run as a reader calls it on a changing f.
+_ones = torch.ones(3)
+RUN_TRANSFORM = {
+    "grad": lambda f: torch.func.grad(lambda t: f(t).sum())(_ones),
+    "vjp": lambda f: torch.func.vjp(f, _ones)[1](_ones),
+    "jvp": lambda f: torch.func.jvp(f, (_ones,), (_ones,)),
+    "jacrev": lambda f: torch.func.jacrev(f)(_ones),
+    "jacfwd": lambda f: torch.func.jacfwd(f)(_ones),
+    "hessian": lambda f: torch.func.hessian(lambda t: f(t).sum())(_ones),
+    "vmap": lambda f: torch.func.vmap(f)(torch.ones(2, 3)),
+}
+func_transforms = labelled(st.sampled_from(sorted(RUN_TRANSFORM)), "torch.func transforms, vmap included")
+
+
+def run_captured_change(change: str, transform: str) -> tuple[RuntimeError | None, bool]:
+    """Run ``transform`` on an f(t) that makes ``change`` (a name in ``IN_PLACE``) to a
+    captured tensor or to captured norm layers: the error it raised (None if it ran),
+    and whether the captured tensor or the layers' running means changed."""
+    captured = torch.zeros(3)
+    layer = {"BatchNorm1d": torch.nn.BatchNorm1d(3), "uncounted": torch.nn.BatchNorm1d(3),
+             "InstanceNorm1d": torch.nn.InstanceNorm1d(3, track_running_stats=True)}
+    layer["uncounted"].num_batches_tracked = None
+
+    def statistics():
+        return torch.cat([captured] + [m.running_mean for m in layer.values()])
+    before = statistics().clone()
+
+    def changing(t):
+        IN_PLACE[change](captured, t, layer)
+        return t * 2
+    try:
+        RUN_TRANSFORM[transform](changing)
+    except RuntimeError as error:
+        return error, not torch.equal(statistics(), before)
+    return None, not torch.equal(statistics(), before)
+
+
+def captured_change_refused_unless_vmap(change: str, transform: str) -> bool:
+    """``run_captured_change``: vmap refuses exactly the per-sample writes; grad, vjp,
+    jvp, jacrev, jacfwd and hessian refuse every change but the running-statistics
+    update made inside the batch-norm kernel, which runs and changes the statistics
+    silently."""
+    error, changed = run_captured_change(change, transform)
+    if error is not None:
+        expected = (("inplace arithmetic", "doesn't match the broadcast shape",
+                     "Batch norm got a batched tensor") if transform == "vmap"
+                    else ("that would mutate a captured Tensor",))
+        assert any(words in str(error) for words in expected), (change, transform, str(error)[:80])
+        if change == "BatchNorm1d in training mode" and transform != "vmap":
+            assert "(aten::add_.Tensor)" in str(error), str(error)  # num_batches_tracked.add_(1)
+        # vmap refuses exactly the changes that write a per-sample (batched) value;
+        # the others refuse every change but those inside the batch-norm kernel
+        return change in PER_SAMPLE if transform == "vmap" else change not in IN_KERNEL
+    if change in IN_KERNEL:  # ran: the running statistics changed, silently
+        assert changed, (change, transform, "the running statistics did not change")
+        return transform != "vmap"
+    return transform == "vmap" and change not in PER_SAMPLE
+
 def main() -> None:
     """Check both properties on a few members, and show the old glossary sentence
     ("raises under vmap", whatever the statistics) fail on a BatchNorm2d member."""
@@ -191,6 +286,7 @@ def main() -> None:
     runs = [s for s in settings if s.layer == "BatchNorm2d" and s.pixels > 1 and s.stats != OWN]
     assert runs, "draw an image model with copies or untracked statistics"
     per_sample_gradients(runs[0])
+    assert all(captured_change_refused_unless_vmap(change, "grad") for change in IN_PLACE)
     print(f"holds on {len(settings)} members; runs under vmap: {runs[0]}")
 
 

@@ -6042,3 +6042,49 @@ def test_r32i_6_7_connectives_and_tex_commands_can_lie_outside_every_quote(real_
                     "between the quotes: nothing, a connective of the engine's list, a TeX command or another word")
     replay(real_claims, "reference/how-this-site-is-built", "A counted\n  sentence is *proven over a family*",
            every_word_outside_the_quotes_leaves_it_partly, scopes, gaps, fails_on="('example', 'example'), 'a'")
+
+# -- r32d-1/2: differentiate-elementwise-functions-at-many-points.md, grad and captures --
+
+def grad_refuses_any_captured_change(change) -> bool:
+    """r32d-1 E / r32d-2 C, differentiate-elementwise-functions-at-many-points.md
+    (2c2b508:971-973): "`grad` refuses any in-place change of a captured tensor", checked
+    on four plain changes (add_, mul_, fill_). grad runs the running-statistics update
+    made inside the batch-norm kernel (F.batch_norm, InstanceNorm1d with tracked
+    statistics, BatchNorm1d without its counter) and changes the statistics silently."""
+    from batchnorm_under_vmap import run_captured_change
+
+    error, _ = run_captured_change(change, "grad")
+    return error is not None
+
+
+def test_r32d_1_2_grad_runs_the_batch_norm_kernels_update(real_claims):
+    from batchnorm_under_vmap import in_place_changes
+
+    replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points",
+           "`grad` refuses an in-place operation on a captured tensor", grad_refuses_any_captured_change,
+           in_place_changes, fails_on="num_batches_tracked None")
+
+
+# -- r32d-4: differentiate-elementwise-functions-at-many-points.md, the ones seed's 1^T J --
+
+def ones_seed_gives_row_sums(fmap) -> bool:
+    """r32d-4 C, differentiate-elementwise-functions-at-many-points.md (2c2b508:198-199):
+    "The seed 1 gives 1^T J, the column sums of the Jacobian", checked on elementwise maps
+    only. J is diagonal there, and its column sums are also its row sums J 1 and its
+    diagonal: the check passed the sentence read as the row sums."""
+    J = jacobian(fmap, fmap.point())
+    return torch.allclose(backward_with(fmap, fmap.point()), J.sum(1), atol=1e-6)
+
+
+def ones_seed_gives_the_diagonal(fmap) -> bool:
+    """r32d-4 C, as above, with the sentence read as diag(J)."""
+    return torch.allclose(backward_with(fmap, fmap.point()), torch.diagonal(jacobian(fmap, fmap.point())),
+                          atol=1e-6)
+
+
+@pytest.mark.parametrize("old_sentence", [ones_seed_gives_row_sums, ones_seed_gives_the_diagonal])
+@pytest.mark.parametrize("quote", ["The {term}`seed` $\\mathbf{1}$ gives $\\mathbf{1}^\\top J$, the column sums",
+                                   "**Why it works.** The {term}`seed`"])
+def test_r32d_4_the_ones_seed_is_told_from_row_sums_and_the_diagonal(real_claims, quote, old_sentence):
+    replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points", quote, old_sentence,
+           st.one_of(mixing_maps(), vector_maps()), fails_on="cumprod(x)")
