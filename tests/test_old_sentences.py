@@ -2812,7 +2812,7 @@ def test_s6_h2_f1_once_differentiable_raises_only_for_a_seed_that_requires_grad(
            multi_term_losses(terms=st.integers(0, 3)), fails_on="ones")
 
 
-def every_backward_of_torch_operations_is_differentiable(name, values) -> bool:
+def every_backward_of_torch_operations_is_differentiable(name, values, _seed) -> bool:
     """F3-F4: "Build the backward from PyTorch operations, and it is itself
     differentiable: second derivatives work", of any such backward."""
     from custom_backwards import passes_gradgradcheck
@@ -2821,11 +2821,11 @@ def every_backward_of_torch_operations_is_differentiable(name, values) -> bool:
 
 
 def test_s6_h2_f3_a_backward_of_torch_operations_can_read_constants(real_claims):
-    from custom_backwards import backward_points, custom_backwards
+    from custom_backwards import backward_points, custom_backwards, grad_outputs
 
     replay(real_claims, CUSTOM_FUNCTION_PAGE, "Build the backward from PyTorch operations on the tensors",
-           every_backward_of_torch_operations_is_differentiable, custom_backwards(), backward_points(),
-           fails_on="")
+           every_backward_of_torch_operations_is_differentiable, custom_backwards(),
+           backward_points(vanishing=True), grad_outputs(), fails_on="")
 
 
 J0_FOLLOW_UPS = {  # as the page's check has them; True: linear, constant coefficients
@@ -5743,27 +5743,32 @@ def test_r32f_1_a_numpy_write_into_a_detached_tensor_goes_unnoticed(real_claims,
 
 # -- r32f-2: write-a-custom-autograd-function.md, gradgradcheck within its tolerance -------
 
-def gradgradcheck_fails_where_the_missed_terms_are_not_small_next_to_the_kept(name, values, scale) -> bool:
+def gradgradcheck_fails_where_the_missed_terms_are_not_small_next_to_the_kept(name, values, scale,
+                                                                             seed) -> bool:
     """r32f-2, write-a-custom-autograd-function.md (2c2b508:585-587): gradgradcheck "fails
     on such a backward where the terms it misses are not small next to the second
     derivative it keeps". The backwards here that miss terms keep none of their second
-    derivative, so the old sentence has them fail; scaled by 1e-5 they pass (atol=1e-5)."""
-    from custom_backwards import CUSTOM_BACKWARDS
+    derivative, so the old sentence has them fail; scaled by 1e-5 they pass (atol=1e-5).
+    Where the terms vanish as written (x = 0, say) it said nothing."""
+    from custom_backwards import CUSTOM_BACKWARDS, gradgradcheck_against_what_it_misses
 
     function, differentiable = CUSTOM_BACKWARDS[name]
-    if differentiable:
+    if differentiable or gradgradcheck_against_what_it_misses(function, values, seed)[1] < 0.5:
         return True
     at = torch.tensor(values, dtype=torch.float64, requires_grad=True)
     return not torch.autograd.gradgradcheck(lambda t: scale * function.apply(t), (at,), raise_exception=False)
 
 
-def test_r32f_2_gradgradcheck_passes_a_small_function_missing_its_second_derivative(real_claims):
-    from custom_backwards import backward_points, custom_backwards
+GRADGRADCHECK_SCALES = labelled(st.sampled_from([1.0, 1e-5]), "the Function as written, or scaled by 1e-5")
 
-    scales = labelled(st.sampled_from([1.0, 1e-5]), "the Function as written, or scaled by 1e-5")
+
+def test_r32f_2_gradgradcheck_passes_a_small_function_missing_its_second_derivative(real_claims):
+    from custom_backwards import backward_points, custom_backwards, grad_outputs
+
     replay(real_claims, CUSTOM_FUNCTION_PAGE, "To test a backward, run `gradgradcheck`",
            gradgradcheck_fails_where_the_missed_terms_are_not_small_next_to_the_kept,
-           custom_backwards(), backward_points(), scales, fails_on="1e-05")
+           custom_backwards(), backward_points(vanishing=True), GRADGRADCHECK_SCALES, grad_outputs(),
+           fails_on="1e-05")
 
 # -- r32e: handle-operations...md, when the J0 second derivative raises, and J1' at 0 ------
 
@@ -6088,3 +6093,78 @@ def ones_seed_gives_the_diagonal(fmap) -> bool:
 def test_r32d_4_the_ones_seed_is_told_from_row_sums_and_the_diagonal(real_claims, quote, old_sentence):
     replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points", quote, old_sentence,
            st.one_of(mixing_maps(), vector_maps()), fails_on="cumprod(x)")
+
+
+# -- r32 custom2 (C, from the error-messages fix): write-a-custom-autograd-function.md, -----
+# -- gradgradcheck passes where the terms a backward misses vanish ---------------------------
+
+def gradgradcheck_fails_exactly_on_a_backward_that_reads_a_constant(name, values, _seed) -> bool:
+    """write-a-custom-autograd-function.md (9240fe4:474): the check of "A tensor computed in
+    `forward` or `setup_context` ... is a constant to the second derivative ...: the first
+    derivative is right," read it as gradgradcheck failing on every such backward. At x = 0
+    (sin, sigmoid, the cube), pi (sin) or where J1 turns (J0) the missed term vanishes: it passes."""
+    from custom_backwards import CUSTOM_BACKWARDS, passes_gradgradcheck
+
+    return passes_gradgradcheck(name, values) == CUSTOM_BACKWARDS[name][1]
+
+
+def test_r32_custom2_a_constant_backward_passes_gradgradcheck_where_its_term_vanishes(real_claims):
+    from custom_backwards import backward_points, custom_backwards, grad_outputs
+
+    replay(real_claims, CUSTOM_FUNCTION_PAGE, "A tensor computed in `forward` or `setup_context`",
+           gradgradcheck_fails_exactly_on_a_backward_that_reads_a_constant, custom_backwards(),
+           backward_points(vanishing=True), grad_outputs(), fails_on="[0.0]")
+
+
+def gradgradcheck_catches_such_a_backward_as_written(name, values, scale, _seed) -> bool:
+    """write-a-custom-autograd-function.md (9240fe4:626-629): gradgradcheck "usually catches
+    such a backward, but can pass where the terms it misses are small (in a function scaled
+    by `1e-5`, say)", as its check read it: as written (not scaled) it always fails."""
+    from custom_backwards import CUSTOM_BACKWARDS, passes_gradgradcheck
+
+    return scale != 1.0 or CUSTOM_BACKWARDS[name][1] or not passes_gradgradcheck(name, values)
+
+
+def test_r32_custom2_gradgradcheck_passes_as_written_where_the_terms_vanish(real_claims):
+    from custom_backwards import backward_points, custom_backwards, grad_outputs
+
+    replay(real_claims, CUSTOM_FUNCTION_PAGE, "To test a backward, run `gradgradcheck`",
+           gradgradcheck_catches_such_a_backward_as_written, custom_backwards(),
+           backward_points(vanishing=True), GRADGRADCHECK_SCALES, grad_outputs(),
+           fails_on="'J0, backward calls bessel_j1', [1.8411837813406593], 1.0")
+
+
+def gradgradcheck_fails_on_numpy_cube(values, _seed) -> bool:
+    """write-a-custom-autograd-function.md (9240fe4:1943-1952, 2350-2354): "run
+    `gradgradcheck` (it fails on `NumpyCube`)", and the summary's "run `gradgradcheck`"
+    for a backward that silently drops its path. At x = 0, 3x² and 6x v vanish: it passes."""
+    from custom_backwards import passes_gradgradcheck
+
+    return not passes_gradgradcheck("x³, backward through NumPy, @once_differentiable", values)
+
+
+@pytest.mark.parametrize("quote", ["or layers before it): run `gradgradcheck`",
+                                   "run `gradgradcheck` (it usually fails on `NumpyCube`"])
+def test_r32_custom2_gradgradcheck_passes_numpy_cube_at_0(real_claims, quote):
+    from custom_backwards import backward_points, grad_outputs
+
+    replay(real_claims, CUSTOM_FUNCTION_PAGE, quote, gradgradcheck_fails_on_numpy_cube,
+           backward_points(vanishing=True), grad_outputs(), fails_on="[0.0]")
+
+
+def float_recipe_fails_gradgradcheck_in_float64(shape, seed, scale) -> bool:
+    """write-a-custom-autograd-function.md (9240fe4:1975-1976): "`.float()` in place of `up`
+    would cut float64 inputs to float32: float32-accurate gradients, and `gradgradcheck`
+    fails". On 1e-5 * randn float32's rounding stays within its atol: it passes."""
+    generator = torch.Generator().manual_seed(seed)
+    x = (scale * torch.randn(*shape, generator=generator, dtype=torch.float64)).requires_grad_()
+    w = (scale * torch.randn(3, 2, generator=generator, dtype=torch.float64)).requires_grad_()
+    return not torch.autograd.gradgradcheck(FloatRecipeMatMul.apply, (x, w), raise_exception=False)
+
+
+def test_r32_custom2_the_float_recipe_passes_gradgradcheck_on_small_inputs(real_claims):
+    _, shapes = matmul_settings()
+    replay(real_claims, CUSTOM_FUNCTION_PAGE, "`.float()` in place of `up` would cut float64",
+           float_recipe_fails_gradgradcheck_in_float64, shapes, labelled(SEEDS, "seeds of x, w and the seed"),
+           labelled(st.sampled_from([1.0, 1e-2, 1e-5]), "x and w randn, or scaled by 1e-2 or 1e-5"),
+           fails_on="1e-05")
