@@ -5749,3 +5749,24 @@ def test_r32b_5_the_seed_clause_is_checked_with_seeds(real_claims):
            labelled(st.one_of(shapes, st.just(())), "seed shapes of rank 0 to 3, sides 1 to 3"),
            fails_on="", because="Mismatch in shape")
 
+
+def gradgradcheck_passes_where_the_backward_is_differentiable(name, values) -> bool:
+    """r32b-7 C, check-gradients.md (2c2b508:458-459, 1492-1493): "`gradgradcheck` does
+    the same one order higher" was checked by a Hessian and finite differences, without
+    gradgradcheck. Read as "gradgradcheck checks that the backward can be differentiated"
+    (not what its derivative is), it fails on x³ whose backward calls a 3x² with a wrong
+    derivative."""
+    from custom_backwards import function_named
+
+    point = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    (first,) = torch.autograd.grad(function_named(name).apply(point).sum(), point, create_graph=True)
+    return torch.autograd.gradgradcheck(function_named(name).apply, (point,),
+                                        raise_exception=False) == first.requires_grad
+
+
+def test_r32b_7_gradgradcheck_compares_second_derivatives(real_claims):
+    from custom_backwards import backward_points, second_derivative_cases
+
+    replay(real_claims, "how-to/check-gradients", "`gradgradcheck` does the same one order higher",
+           gradgradcheck_passes_where_the_backward_is_differentiable, second_derivative_cases(),
+           backward_points(), fails_on="x³, backward through 3x² whose derivative is")
