@@ -197,6 +197,54 @@ def points_through_0() -> st.SearchStrategy[list[float]]:
                     min_size=1, max_size=4)
 
 
+def cube_whose_backward_calls(factor: float) -> type[torch.autograd.Function]:
+    """x³ with a right backward, ``grad_output * 3x²``, where 3x² is a Function whose own
+    backward returns ``factor * 6x``: its second derivative is wrong unless factor is 1."""
+
+    class ThreeSquared(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return 3 * x**2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output * factor * 6 * ctx.saved_tensors[0]
+
+    class Cube(SinFromInput):  # saves its input as SinFromInput does
+        @staticmethod
+        def forward(x):
+            return x**3
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output * ThreeSquared.apply(ctx.saved_tensors[0])
+
+    return Cube
+
+
+# name -> x³ whose backward is differentiable, its second derivative right or scaled
+CUBES_THROUGH_A_FUNCTION: dict[str, type[torch.autograd.Function]] = {
+    f"x³, backward through 3x² whose derivative is {factor} · 6x": cube_whose_backward_calls(factor)
+    for factor in (1, 2, 0.5, -1, 0)
+}
+
+
+@named("custom Functions with a right first derivative: backwards reading saved inputs, saved "
+       "outputs, tensors made in setup_context or forward, bessel_j1, a detach, NumPy; x³ whose "
+       "backward calls a 3x² with its derivative right or scaled by 2, 0.5, -1, 0")
+def second_derivative_cases() -> st.SearchStrategy[str]:
+    """Names of ``CUSTOM_BACKWARDS`` and ``CUBES_THROUGH_A_FUNCTION`` (``function_named``)."""
+    return st.sampled_from(sorted(CUSTOM_BACKWARDS) + sorted(CUBES_THROUGH_A_FUNCTION))
+
+
+def function_named(name: str) -> type[torch.autograd.Function]:
+    return CUBES_THROUGH_A_FUNCTION.get(name) or CUSTOM_BACKWARDS[name][0]
+
+
 def passes_gradgradcheck(name: str, values: list[float]) -> bool:
     function, _ = CUSTOM_BACKWARDS[name]
     x = torch.tensor(values, dtype=torch.float64, requires_grad=True)
@@ -253,6 +301,11 @@ def main() -> None:
         first = torch.autograd.gradcheck(function.apply, (x,))
         second = passes_gradgradcheck(name, x.tolist())
         assert first and second == differentiable, name
+        print(f"{name:50} gradcheck {first}, gradgradcheck {second}")
+    for name, function in CUBES_THROUGH_A_FUNCTION.items():
+        first = torch.autograd.gradcheck(function.apply, (x,))
+        second = torch.autograd.gradgradcheck(function.apply, (x,), raise_exception=False)
+        assert first and second == name.endswith(" 1 · 6x"), name
         print(f"{name:50} gradcheck {first}, gradgradcheck {second}")
 
 

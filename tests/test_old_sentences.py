@@ -6168,3 +6168,76 @@ def test_r32_custom2_the_float_recipe_passes_gradgradcheck_on_small_inputs(real_
            float_recipe_fails_gradgradcheck_in_float64, shapes, labelled(SEEDS, "seeds of x, w and the seed"),
            labelled(st.sampled_from([1.0, 1e-2, 1e-5]), "x and w randn, or scaled by 1e-2 or 1e-5"),
            fails_on="1e-05")
+
+# -- r32b: backpropagate-from-a-non-scalar-output.md and check-gradients.md ----------
+
+def grad_leaves_x_grad_untouched(made, held, retained) -> bool:
+    """r32b-1 I, backpropagate-from-a-non-scalar-output.md (2c2b508:739-741, 1358-1359):
+    autograd.grad "returns vᵀJ ... instead of adding it to `x.grad`, which stays
+    untouched", of any x. After `x.retain_grad()` on a non-leaf, as the page's own line 43
+    advises, autograd.grad adds to x.grad."""
+    import warnings
+
+    x = made.tensor
+    if x.device.type == "meta":
+        return True
+    if held:
+        x.grad = torch.full_like(x, 7.0)
+    if retained:
+        x.retain_grad()
+    with warnings.catch_warnings():  # reading a non-leaf's .grad warns
+        warnings.simplefilter("ignore")
+        before = None if x.grad is None else x.grad.clone()
+        torch.autograd.grad(torch.sin(x), x, torch.ones_like(x))
+        after = x.grad
+    return (after is None) if before is None else (after is not None and torch.equal(after, before))
+
+
+def test_r32b_1_grad_adds_to_a_retained_non_leafs_grad(real_claims):
+    from reader_settings import moved_leaves
+
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output",
+           "instead of adding it to a leaf's `.grad`, which stays untouched", grad_leaves_x_grad_untouched,
+           st.one_of(moved_leaves(), non_leaf_inputs()), labelled(st.booleans(), ".grad holding a value or None"),
+           labelled(st.booleans(), "retain_grad() called or not"), fails_on=", True")
+
+
+def a_seed_of_any_shape_is_taken(y_shape, seed_shape) -> bool:
+    """r32b-5 C, backpropagate-from-a-non-scalar-output.md (2c2b508:353-354): "so it asks
+    you for the seed v, a tensor shaped like `y`" was checked by y.shape alone, which holds
+    whatever seeds backward takes. Its check now tries seeds: read as "a seed of any shape
+    will do", the sentence fails."""
+    y = torch.ones(y_shape, requires_grad=True) * 2
+    y.backward(torch.ones(seed_shape))
+    return True
+
+
+def test_r32b_5_the_seed_clause_is_checked_with_seeds(real_claims):
+    shapes = labelled(st.lists(st.integers(1, 3), min_size=1, max_size=3).map(tuple),
+                      "shapes of rank 1 to 3, sides 1 to 3")
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output",
+           "so it asks you for the seed $v$, a tensor shaped like `y`", a_seed_of_any_shape_is_taken, shapes,
+           labelled(st.one_of(shapes, st.just(())), "seed shapes of rank 0 to 3, sides 1 to 3"),
+           fails_on="", because="Mismatch in shape")
+
+
+def gradgradcheck_passes_where_the_backward_is_differentiable(name, values) -> bool:
+    """r32b-7 C, check-gradients.md (2c2b508:458-459, 1492-1493): "`gradgradcheck` does
+    the same one order higher" was checked by a Hessian and finite differences, without
+    gradgradcheck. Read as "gradgradcheck checks that the backward can be differentiated"
+    (not what its derivative is), it fails on x³ whose backward calls a 3x² with a wrong
+    derivative."""
+    from custom_backwards import function_named
+
+    point = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    (first,) = torch.autograd.grad(function_named(name).apply(point).sum(), point, create_graph=True)
+    return torch.autograd.gradgradcheck(function_named(name).apply, (point,),
+                                        raise_exception=False) == first.requires_grad
+
+
+def test_r32b_7_gradgradcheck_compares_second_derivatives(real_claims):
+    from custom_backwards import backward_points, second_derivative_cases
+
+    replay(real_claims, "how-to/check-gradients", "`gradgradcheck` does the same one order higher",
+           gradgradcheck_passes_where_the_backward_is_differentiable, second_derivative_cases(),
+           backward_points(), fails_on="x³, backward through 3x² whose derivative is")
