@@ -77,6 +77,19 @@ def dropout_models():
                     "two-layer MLPs, and Conv2d-ReLU-Flatten-Linear image classifiers")
 
 
+def masks_that_fit(body, last, points, per_sample):
+    """For ``body``, then Dropout(0.5), then the Linear ``last``, and each sample's
+    Jacobian ``per_sample`` (B, outputs, inputs, inputs flattened): which of the 0/2
+    masks Dropout(0.5) can draw give each column of it, as (B, masks, inputs)
+    booleans. One mask gives a sample's whole Jacobian where ``.all(-1)`` holds."""
+    hidden = torch.func.vmap(torch.func.jacfwd(lambda row: body(row[None])[0]))(points).flatten(2)
+    width = hidden.shape[1]
+    bits = (torch.arange(2**width)[:, None] >> torch.arange(width)) & 1
+    masks = 2.0 * bits.to(hidden.dtype)  # every 0/2 mask Dropout(0.5) can draw
+    candidates = torch.einsum("ok,mk,bki->bmoi", last.weight.detach(), masks, hidden)
+    return (candidates - per_sample.flatten(2)[:, None]).abs().amax(2) < 1e-9
+
+
 def train_mode_dropout_gives_one_mask_per_sample(net, jac, seed):
     """``net``: a ``dropout_models()`` member, given Dropout(0.5) before its last
     layer, in training mode. The default ``vmap`` raises; mapping ``lambda row:
@@ -96,15 +109,7 @@ def train_mode_dropout_gives_one_mask_per_sample(net, jac, seed):
     inner = jac(one_row, randomness="same") if jac is torch.func.jacfwd else jac(one_row)
     with seeded(seed):
         per_sample = torch.func.vmap(inner, randomness="different")(points).flatten(2)
-    body = torch.nn.Sequential(*net[:-1])
-    hidden = torch.func.vmap(torch.func.jacfwd(lambda row: body(row[None])[0]))(points).flatten(2)
-    width = hidden.shape[1]
-    bits = (torch.arange(2**width)[:, None] >> torch.arange(width)) & 1
-    masks = 2.0 * bits.double()  # every 0/2 mask Dropout(0.5) can draw
-    weight = net[-1].weight.detach()
-    candidates = torch.einsum("ok,mk,bki->bmoi", weight, masks, hidden)
-    error = (candidates - per_sample[:, None]).abs().flatten(2).amax(-1)  # (B, masks)
-    fits = error < 1e-9
+    fits = masks_that_fit(torch.nn.Sequential(*net[:-1]), net[-1], points, per_sample).all(-1)
     assert fits.any(1).all(), "a sample's Jacobian is no single mask's"
     assert not fits.all(0).any(), "one mask fits every sample: the draws are shared"
     return True
