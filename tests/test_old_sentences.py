@@ -5696,3 +5696,29 @@ def test_n29h_1_2_the_silent_loss_is_not_stopped_by_once_differentiable(real_cla
     replay(real_claims, CUSTOM_FUNCTION_PAGE, "Depending on the rest of the graph",
            no_silent_loss_with_once_differentiable_or_a_trained_layer, custom_backwards(),
            backward_points(), around_the_function(), losses_with_linear_terms(), fails_on="-> Function")
+
+
+# -- r32j: misconceptions.md and look-up-the-questions-people-ask.md --------------------
+
+def a_gradient_only_for_one_element_and_the_seed_1(fn, seed_kind, shape, other_elements) -> bool:
+    """r32j-2, misconceptions.md (2c2b508:175): "It is the gradient only when `y` has a
+    single element and $v = 1$", read as readers act on it: for any other y or v,
+    x.grad is no gradient, neither of one of y's elements nor of y.sum(). A one-hot
+    seed leaves that element's gradient, and the seed of ones that of y.sum()."""
+    from seed_properties import multiples_of_one_scalar
+
+    x, y_of, seed = multiples_of_one_scalar(fn, seed_kind, shape, other_elements)
+    y_of(x).backward(seed)
+    scalars = [lambda t, k=k: y_of(t).reshape(-1)[k] for k in range(seed.numel())]
+    scalars.append(lambda t: y_of(t).sum())
+    a_gradient = any(torch.allclose(x.grad, torch.func.grad(g)(x.detach())) for g in scalars)
+    return a_gradient == (seed.numel() == 1 and torch.equal(seed, torch.ones_like(seed)))
+
+
+def test_r32j_2_a_several_element_output_leaves_a_gradient(real_claims):
+    replay(real_claims, "reference/misconceptions", "That is the gradient of $\\sum_i v_i y_i$",
+           a_gradient_only_for_one_element_and_the_seed_1, vector_maps(),
+           labelled(st.sampled_from(["1.0", "2.0", "-1.0", "0.5", "one-hot"]), "seeds: v · ones, or one-hot"),
+           labelled(st.sampled_from([(), (1,), (1, 1), (2,), (2, 3)]), "shapes of y, single-element and not"),
+           labelled(st.sampled_from(["multiples", "constant"]), "y's other elements: multiples of s, or constant"),
+           fails_on="(2")
