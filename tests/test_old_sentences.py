@@ -5722,3 +5722,27 @@ def test_r32j_2_a_several_element_output_leaves_a_gradient(real_claims):
            labelled(st.sampled_from([(), (1,), (1, 1), (2,), (2, 3)]), "shapes of y, single-element and not"),
            labelled(st.sampled_from(["multiples", "constant"]), "y's other elements: multiples of s, or constant"),
            fails_on="(2")
+def frozen_attention_raises_under_jacfwd_however_called(models) -> bool:
+    """r32j-4, both pages (2c2b508): "an `nn.MultiheadAttention` called with
+    `need_weights=False` or with its parameters frozen (`requires_grad_(False)`) still
+    raise[s] under `jacfwd`". Frozen, it takes the raising fast path only when query,
+    key and value are one tensor: given separate ones it runs."""
+    import copy
+
+    for kind, model, batch in models:
+        if kind.startswith("MultiheadAttention"):
+            frozen = copy.deepcopy(model).requires_grad_(False)
+            try:
+                torch.func.vmap(torch.func.jacfwd(lambda row, m=frozen: m(row[None])[0]))(batch)
+            except (RuntimeError, NotImplementedError):
+                continue
+            return False
+    return True
+
+
+@pytest.mark.parametrize("page", ["reference/misconceptions", "reference/look-up-the-questions-people-ask"])
+def test_r32j_4_frozen_attention_on_separate_tensors_runs(real_claims, page):
+    from per_sample_jacobians import sequence_models
+
+    replay(real_claims, page, "`Linear`, `Conv2d`, activations and `nn.MultiheadAttention`",
+           frozen_attention_raises_under_jacfwd_however_called, sequence_models(), fails_on="RNN, GRU")
