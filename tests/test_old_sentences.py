@@ -5722,6 +5722,8 @@ def test_r32j_2_a_several_element_output_leaves_a_gradient(real_claims):
            labelled(st.sampled_from([(), (1,), (1, 1), (2,), (2, 3)]), "shapes of y, single-element and not"),
            labelled(st.sampled_from(["multiples", "constant"]), "y's other elements: multiples of s, or constant"),
            fails_on="(2")
+
+
 def frozen_attention_raises_under_jacfwd_however_called(models) -> bool:
     """r32j-4, both pages (2c2b508): "an `nn.MultiheadAttention` called with
     `need_weights=False` or with its parameters frozen (`requires_grad_(False)`) still
@@ -5746,3 +5748,22 @@ def test_r32j_4_frozen_attention_on_separate_tensors_runs(real_claims, page):
 
     replay(real_claims, page, "`Linear`, `Conv2d`, activations and `nn.MultiheadAttention`",
            frozen_attention_raises_under_jacfwd_however_called, sequence_models(), fails_on="RNN, GRU")
+
+
+def derivative_times_z_at_each_z_only_for_a_diagonal_J(f_x) -> bool:
+    """r32j-5, misconceptions.md (2c2b508:363): "It equals "derivative times $z$" only
+    when $J$ is diagonal", read at one z, as a reader checks it: at a one-hot z whose
+    row of J holds only its diagonal entry it matches for a J that is not diagonal."""
+    f, x = f_x
+    J = jacobian(f, x)
+    for z in torch.eye(f.n, dtype=x.dtype):
+        if torch.allclose(backward_with(f, x, seed=z), z * torch.diagonal(J), **TOL) and not is_diagonal(J):
+            return False
+    return True
+
+
+def test_r32j_5_one_z_can_match_a_J_that_is_not_diagonal(real_claims):
+    from seed_properties import maps_at_points
+
+    replay(real_claims, "reference/misconceptions", 'It\nequals "derivative times $z$" for every $z$',
+           derivative_times_z_at_each_z_only_for_a_diagonal_J, maps_at_points(), fails_on="A @ x")
