@@ -77,6 +77,19 @@ def dropout_models():
                     "two-layer MLPs, and Conv2d-ReLU-Flatten-Linear image classifiers")
 
 
+def masks_that_fit(body, last, points, per_sample):
+    """For ``body``, then Dropout(0.5), then the Linear ``last``, and each sample's
+    Jacobian ``per_sample`` (B, outputs, inputs, inputs flattened): which of the 0/2
+    masks Dropout(0.5) can draw give each column of it, as (B, masks, inputs)
+    booleans. One mask gives a sample's whole Jacobian where ``.all(-1)`` holds."""
+    hidden = torch.func.vmap(torch.func.jacfwd(lambda row: body(row[None])[0]))(points).flatten(2)
+    width = hidden.shape[1]
+    bits = (torch.arange(2**width)[:, None] >> torch.arange(width)) & 1
+    masks = 2.0 * bits.to(hidden.dtype)  # every 0/2 mask Dropout(0.5) can draw
+    candidates = torch.einsum("ok,mk,bki->bmoi", last.weight.detach(), masks, hidden)
+    return (candidates - per_sample.flatten(2)[:, None]).abs().amax(2) < 1e-9
+
+
 def train_mode_dropout_gives_one_mask_per_sample(net, jac, seed):
     """``net``: a ``dropout_models()`` member, given Dropout(0.5) before its last
     layer, in training mode. The default ``vmap`` raises; mapping ``lambda row:
@@ -96,15 +109,7 @@ def train_mode_dropout_gives_one_mask_per_sample(net, jac, seed):
     inner = jac(one_row, randomness="same") if jac is torch.func.jacfwd else jac(one_row)
     with seeded(seed):
         per_sample = torch.func.vmap(inner, randomness="different")(points).flatten(2)
-    body = torch.nn.Sequential(*net[:-1])
-    hidden = torch.func.vmap(torch.func.jacfwd(lambda row: body(row[None])[0]))(points).flatten(2)
-    width = hidden.shape[1]
-    bits = (torch.arange(2**width)[:, None] >> torch.arange(width)) & 1
-    masks = 2.0 * bits.double()  # every 0/2 mask Dropout(0.5) can draw
-    weight = net[-1].weight.detach()
-    candidates = torch.einsum("ok,mk,bki->bmoi", weight, masks, hidden)
-    error = (candidates - per_sample[:, None]).abs().flatten(2).amax(-1)  # (B, masks)
-    fits = error < 1e-9
+    fits = masks_that_fit(torch.nn.Sequential(*net[:-1]), net[-1], points, per_sample).all(-1)
     assert fits.any(1).all(), "a sample's Jacobian is no single mask's"
     assert not fits.all(0).any(), "one mask fits every sample: the draws are shared"
     return True
@@ -170,39 +175,61 @@ BATCH_DIMENSION_LAYERS = ("Flatten", "Softmax(dim=1)", "BatchNorm1d", "BatchNorm
 # broadcast) or no forward-mode formula (LSTM's mkldnn kernel in float32, the
 # scaled-dot-product attention of TransformerEncoderLayer), on torch 2.13, CPU.
 # MultiheadAttention is called with the default need_weights=True, and once with
-# need_weights=False, which takes the scaled-dot-product path (no forward-mode formula).
-SEQUENCE_LAYERS = ("RNN", "GRU", "LSTM", "TransformerEncoderLayer", "MultiheadAttention",
-                   "MultiheadAttention, need_weights=False")
+# need_weights=False, which takes the scaled-dot-product path (no forward-mode formula);
+# each as self-attention on one tensor, mha(x, x, x), and on separate tensors as
+# readers pass them (``SEPARATE``): a view of the input for each, as a new row[None]
+# each time, or a memory as key and value (cross-attention). The eval fast path,
+# frozen, takes only the first.
+SEPARATE = (", views of the input as query, key and value", ", a memory as key and value")
+SEQUENCE_LAYERS = ("RNN", "GRU", "LSTM", "TransformerEncoderLayer") + tuple(
+    attention + separate for attention in ("MultiheadAttention", "MultiheadAttention, need_weights=False")
+    for separate in ("", *SEPARATE))
 
 
 def still_raises(kind, dtype, jac, batch_first=True):
-    """The page's list: under jacfwd RNN, GRU, LSTM, TransformerEncoderLayer and a
-    MultiheadAttention called with need_weights=False or with frozen parameters
-    (kind ending ", frozen": the eval fast path, which only a batch_first layer
-    takes) raise; under jacrev RNN, GRU and a float64 LSTM."""
+    """The page's list: under jacfwd RNN, GRU, LSTM, TransformerEncoderLayer, a
+    MultiheadAttention called with need_weights=False, and a frozen one (kind
+    ending ", frozen": the eval fast path, which only a batch_first layer takes)
+    given one tensor as query, key and value raise; under jacrev RNN, GRU and a
+    float64 LSTM."""
     frozen = kind.endswith(", frozen") and batch_first
     kind = kind.removesuffix(", frozen")
     if jac is torch.func.jacfwd:
-        return kind in ("RNN", "GRU", "LSTM", "TransformerEncoderLayer",
-                        "MultiheadAttention, need_weights=False") or (
-            frozen and kind.startswith("MultiheadAttention"))
+        return kind in ("RNN", "GRU", "LSTM", "TransformerEncoderLayer") or "need_weights=False" in kind or (
+            frozen and kind.startswith("MultiheadAttention") and not kind.endswith(SEPARATE))
     return kind in ("RNN", "GRU") or (kind == "LSTM" and dtype == torch.float64)
 
 
 class LastStep(torch.nn.Module):
-    """A sequence layer, then a Linear on its last step (batched or not)."""
+    """A sequence layer, then a Linear on its last step (batched or not). Attention
+    gets one tensor as query, key and value, or, with ``separate`` one of
+    ``SEPARATE``, a view of ``x`` for each, or ``x`` as query and a memory of 2
+    steps as key and value."""
 
-    def __init__(self, layer, head, need_weights=True):
+    def __init__(self, layer, head, need_weights=True, separate=""):
         super().__init__()
-        self.layer, self.head, self.need_weights = layer, head, need_weights
+        self.layer, self.head, self.need_weights, self.separate = layer, head, need_weights, separate
+        with seeded(1):
+            self.register_buffer("memory", torch.randn(2, 4, dtype=head.weight.dtype))
 
     def forward(self, x):
         if isinstance(self.layer, torch.nn.MultiheadAttention):
-            out = self.layer(x, x, x, need_weights=self.need_weights)[0]
+            out = self.layer(x, *self.keys_and_values(x), need_weights=self.need_weights)[0]
         else:
             out = self.layer(x)
             out = out[0] if isinstance(out, tuple) else out
         return self.head(self.last_step(out))
+
+    def keys_and_values(self, x):
+        if not self.separate:
+            return x, x
+        if self.separate == SEPARATE[0]:
+            return x[:], x[:]
+        if self.layer.batch_first:  # the memory, repeated over x's batch
+            memory = self.memory.unsqueeze(0).expand(x.shape[0], -1, -1)
+        else:
+            memory = self.memory.unsqueeze(1).expand(-1, x.shape[1], -1)
+        return memory, memory
 
     @staticmethod
     def last_step(out):  # batch_first: (batch, steps, features), or one sample's (steps, features)
@@ -279,23 +306,24 @@ class SequenceModels(tuple):
 
     def __repr__(self):
         kind, model, batch = self[0]
-        return (f"RNN, GRU, LSTM, TransformerEncoderLayer, MultiheadAttention (need_weights True, False) on "
-                f"{len(batch)} sequences of {batch.shape[1]} steps")
+        return (f"RNN, GRU, LSTM, TransformerEncoderLayer, MultiheadAttention (need_weights True, False; "
+                f"one tensor, views, a memory) on {len(batch)} sequences of {batch.shape[1]} steps")
 
 
 def sequence_models():
     """Strategy of ``SequenceModels``: every one of the RNN, GRU, LSTM,
     TransformerEncoderLayer and MultiheadAttention (4 features, hidden 4, 2 heads; the
-    attention called with need_weights=True and with False), then a Linear on the last
-    step, in eval mode and float64 (the check runs each in float32 too), on one drawn
-    batch of 2 to 4 sequences of 3 to 5 steps. Each member holds all six: a draw of
-    one kind at a time left some out."""
+    attention called with need_weights=True and with False, each on one tensor as
+    query, key and value and on the separate ones of ``SEPARATE``), then a Linear on
+    the last step, in eval mode and float64 (the check runs each in float32 too), on
+    one drawn batch of 2 to 4 sequences of 3 to 5 steps. Each member holds all ten:
+    a draw of one kind at a time left some out."""
     from families import SEEDS, named
     from hypothesis import strategies as st
 
     @named("eval-mode RNN, GRU, LSTM, TransformerEncoderLayer and MultiheadAttention (need_weights "
-           "True and False), "
-           "each then a Linear on the last step")
+           "True and False; on one tensor as query, key and value, and on separate ones: views of the "
+           "input or a memory as key and value), each then a Linear on the last step")
     @st.composite
     def draw_one(draw):
         batch, steps, seed = draw(st.integers(2, 4)), draw(st.integers(3, 5)), draw(SEEDS)
@@ -303,7 +331,9 @@ def sequence_models():
             inputs = torch.randn(batch, steps, 4, dtype=torch.float64)
             return SequenceModels(
                 (kind, LastStep(_sequence_layer(kind), torch.nn.Linear(4, 3),
-                                need_weights=not kind.endswith("need_weights=False")).double().eval(), inputs)
+                                need_weights="need_weights=False" not in kind,
+                                separate=next((end for end in SEPARATE if kind.endswith(end)), "")
+                                ).double().eval(), inputs)
                 for kind in SEQUENCE_LAYERS)
 
     return draw_one()
@@ -371,7 +401,9 @@ class StepsFirstLastStep(LastStep):
         layer.load_state_dict(old.state_dict())
         layer = layer.to(old.in_proj_weight.dtype if hasattr(old, "in_proj_weight")
                          else next(old.parameters()).dtype)
-        super().__init__(layer, batch_first_model.head, batch_first_model.need_weights)
+        super().__init__(layer, batch_first_model.head, batch_first_model.need_weights,
+                         batch_first_model.separate)
+        self.memory = batch_first_model.memory
         self.eval()
 
     @staticmethod

@@ -522,6 +522,28 @@ def y_and_seeds(shapes: tuple[tuple[int, ...], tuple[int, ...]]):
     return x, y, seed.reshape(y_shape), seed.reshape(other)
 
 
+def multiples_of_one_scalar(fn: Map, seed_kind: str, shape: tuple[int, ...], other_elements: str):
+    """An output y of ``shape`` whose elements are multiples of one scalar s of the
+    map ``fn`` at its point x: (k + 1) s, or with ``other_elements="constant"`` s
+    then 0 s; and a seed, v · ones for ``seed_kind`` "v" or one-hot at the last
+    element. Returns x (a leaf that requires grad), the function x -> y and the seed."""
+    at = fn.point().requires_grad_()
+    count = math.prod(shape)
+    scale = torch.arange(1, count + 1, dtype=at.dtype)
+    if other_elements == "constant":
+        scale = torch.cat([scale[:1], torch.zeros(count - 1, dtype=at.dtype)])
+    scale = scale.reshape(shape)
+
+    def y_of(t: torch.Tensor) -> torch.Tensor:
+        return ((fn(t) ** 2).sum() + t.sum()) * scale
+
+    if seed_kind == "one-hot":
+        seed = torch.zeros(count, dtype=at.dtype)
+        seed[count - 1] = 1.0
+        return at, y_of, seed.reshape(shape)
+    return at, y_of, torch.full(shape, float(seed_kind), dtype=at.dtype)
+
+
 def backward_takes_a_seed_of_the_shape_of_y_only(shapes) -> None:
     """A seed of y's shape gives vᵀJ; as many entries in another shape are refused."""
     x, y, seed, reshaped = y_and_seeds(shapes)

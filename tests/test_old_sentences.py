@@ -6241,3 +6241,73 @@ def test_r32b_7_gradgradcheck_compares_second_derivatives(real_claims):
     replay(real_claims, "how-to/check-gradients", "`gradgradcheck` does the same one order higher",
            gradgradcheck_passes_where_the_backward_is_differentiable, second_derivative_cases(),
            backward_points(), fails_on="x³, backward through 3x² whose derivative is")
+
+# -- r32j: misconceptions.md and look-up-the-questions-people-ask.md --------------------
+
+def a_gradient_only_for_one_element_and_the_seed_1(fn, seed_kind, shape, other_elements) -> bool:
+    """r32j-2, misconceptions.md (2c2b508:175): "It is the gradient only when `y` has a
+    single element and $v = 1$", read as readers act on it: for any other y or v,
+    x.grad is no gradient, neither of one of y's elements nor of y.sum(). A one-hot
+    seed leaves that element's gradient, and the seed of ones that of y.sum()."""
+    from seed_properties import multiples_of_one_scalar
+
+    x, y_of, seed = multiples_of_one_scalar(fn, seed_kind, shape, other_elements)
+    y_of(x).backward(seed)
+    scalars = [lambda t, k=k: y_of(t).reshape(-1)[k] for k in range(seed.numel())]
+    scalars.append(lambda t: y_of(t).sum())
+    a_gradient = any(torch.allclose(x.grad, torch.func.grad(g)(x.detach())) for g in scalars)
+    return a_gradient == (seed.numel() == 1 and torch.equal(seed, torch.ones_like(seed)))
+
+
+def test_r32j_2_a_several_element_output_leaves_a_gradient(real_claims):
+    replay(real_claims, "reference/misconceptions", "That is the gradient of $\\sum_i v_i y_i$",
+           a_gradient_only_for_one_element_and_the_seed_1, vector_maps(),
+           labelled(st.sampled_from(["1.0", "2.0", "-1.0", "0.5", "one-hot"]), "seeds: v · ones, or one-hot"),
+           labelled(st.sampled_from([(), (1,), (1, 1), (2,), (2, 3)]), "shapes of y, single-element and not"),
+           labelled(st.sampled_from(["multiples", "constant"]), "y's other elements: multiples of s, or constant"),
+           fails_on="(2")
+
+
+def frozen_attention_raises_under_jacfwd_however_called(models) -> bool:
+    """r32j-4, both pages (2c2b508): "an `nn.MultiheadAttention` called with
+    `need_weights=False` or with its parameters frozen (`requires_grad_(False)`) still
+    raise[s] under `jacfwd`". Frozen, it takes the raising fast path only when query,
+    key and value are one tensor: given separate ones it runs."""
+    import copy
+
+    for kind, model, batch in models:
+        if kind.startswith("MultiheadAttention"):
+            frozen = copy.deepcopy(model).requires_grad_(False)
+            try:
+                torch.func.vmap(torch.func.jacfwd(lambda row, m=frozen: m(row[None])[0]))(batch)
+            except (RuntimeError, NotImplementedError):
+                continue
+            return False
+    return True
+
+
+@pytest.mark.parametrize("page", ["reference/misconceptions", "reference/look-up-the-questions-people-ask"])
+def test_r32j_4_frozen_attention_on_separate_tensors_runs(real_claims, page):
+    from per_sample_jacobians import sequence_models
+
+    replay(real_claims, page, "`Linear`, `Conv2d`, activations and `nn.MultiheadAttention`",
+           frozen_attention_raises_under_jacfwd_however_called, sequence_models(), fails_on="RNN, GRU")
+
+
+def derivative_times_z_at_each_z_only_for_a_diagonal_J(f_x) -> bool:
+    """r32j-5, misconceptions.md (2c2b508:363): "It equals "derivative times $z$" only
+    when $J$ is diagonal", read at one z, as a reader checks it: at a one-hot z whose
+    row of J holds only its diagonal entry it matches for a J that is not diagonal."""
+    f, x = f_x
+    J = jacobian(f, x)
+    for z in torch.eye(f.n, dtype=x.dtype):
+        if torch.allclose(backward_with(f, x, seed=z), z * torch.diagonal(J), **TOL) and not is_diagonal(J):
+            return False
+    return True
+
+
+def test_r32j_5_one_z_can_match_a_J_that_is_not_diagonal(real_claims):
+    from seed_properties import maps_at_points
+
+    replay(real_claims, "reference/misconceptions", 'It\nequals "derivative times $z$" for every $z$',
+           derivative_times_z_at_each_z_only_for_a_diagonal_J, maps_at_points(), fails_on="A @ x")
