@@ -5221,25 +5221,75 @@ def strict_raises_where_only_linear_maps_surround(g, built, bypass, around) -> b
     return around.startswith("relu")
 
 
+# What the page's check of its custom-Function passage draws (as the page builds them).
+APIS_FUNCTION_PASSAGE = ("A custom {py:class}`torch.autograd.Function` with a `forward` and a "
+                         "`backward` but no")
+APIS_BACKWARDS = labelled(
+    st.sampled_from(["PyTorch operations", "PyTorch on detached saved tensors", "@once_differentiable",
+                     "NumPy on detached values", "PyTorch on a tensor computed in forward",
+                     "PyTorch on its saved output"]),
+    "backwards built from PyTorch operations, from PyTorch operations on detached saved tensors, "
+    "marked @once_differentiable, in NumPy on detached values, or from PyTorch operations on a "
+    "tensor computed in forward (not an output) or on its saved output")
+APIS_BYPASS = labelled(st.booleans(), "the Function the only path, or + t**2 (a second path from input to output)")
+APIS_AROUND = labelled(
+    st.sampled_from(["sum", "mean", "sin", "relu", "linear, relu", "sin before", "relu before",
+                     "linear before", "linear layers", "layers"]),
+    "the Function followed by a sum, a mean, .sin(), a ReLU or Linear -> ReLU and a sum; after "
+    ".sin(), a ReLU or a Linear and followed by a sum; or Linear -> Function -> Linear -> sum or "
+    "squared loss")
+
+
 def test_n26c_f2_strict_raises_after_a_relu_too(real_claims):
     from families import elementwise_maps
 
-    replay(real_claims, "reference/differentiation-apis",
-           "A custom {py:class}`torch.autograd.Function` with a `forward` and a `backward` but no",
-           strict_raises_where_only_linear_maps_surround, elementwise_maps(),
-           labelled(st.sampled_from(["PyTorch operations", "PyTorch on detached saved tensors",
-                                     "@once_differentiable", "NumPy on detached values",
-                                     "PyTorch on a tensor computed in forward"]),
-                    "backwards built from PyTorch operations, from PyTorch operations on detached "
-                    "saved tensors, marked @once_differentiable, in NumPy on detached values, or "
-                    "from PyTorch operations on a tensor computed in forward"),
-           labelled(st.booleans(), "the Function the only path, or + t**2 (a second path from input to output)"),
-           labelled(st.sampled_from(["sum", "mean", "sin", "relu", "linear, relu", "sin before", "relu before",
-                                     "linear before", "linear layers", "layers"]),
-                    "the Function followed by a sum, a mean, .sin(), a ReLU or Linear -> ReLU and a "
-                    "sum; after .sin(), a ReLU or a Linear and followed by a sum; or Linear -> "
-                    "Function -> Linear -> sum or squared loss"),
-           fails_on="relu")
+    replay(real_claims, "reference/differentiation-apis", APIS_FUNCTION_PASSAGE,
+           strict_raises_where_only_linear_maps_surround, elementwise_maps(), APIS_BACKWARDS,
+           APIS_BYPASS, APIS_AROUND, fails_on="relu")
+
+
+# -- r32g-1: differentiation-apis.md, a backward on the output forward saved -------------
+
+def a_tensor_forward_computed_loses_the_second_derivative(g, built, bypass, around) -> bool:
+    """r32g-1, differentiation-apis.md (2c2b508:2006-2008): "A `backward` that reads its
+    saved tensors detached, or a tensor `forward` computed (`forward` records no history),
+    keeps `functional.jvp` right, but `hvp`, `vhp` and `hessian` lose the Function's own
+    second derivative". Read on the torch.autograd.Function docstring's Exp pattern (the
+    output saved with save_for_backward): where nothing else around the Function has a
+    second derivative (a sum, a mean, a ReLU), hvp would be zeros. The saved output
+    keeps the Function's node as its history, so hvp is the true g'' u."""
+    from torch.autograd import functional
+
+    if (built != "PyTorch on its saved output" or g.slope_from_output is None or bypass
+            or around not in ("sum", "mean", "relu", "relu before")):
+        return True
+
+    class SavesOutput(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            output = g(t)
+            ctx.save_for_backward(output)
+            return output
+
+        @staticmethod
+        def backward(ctx, grad):
+            (output,) = ctx.saved_tensors
+            return grad * g.slope_from_output(output)
+
+    before = torch.relu if around == "relu before" else (lambda t: t)
+    after = torch.relu if around == "relu" else (lambda t: t)
+    reduce = torch.mean if around == "mean" else torch.sum
+    at, direction = g.point(0), g.point(1)
+    hvp = functional.hvp(lambda t: reduce(after(SavesOutput.apply(before(t)))), at, direction)[1]
+    return bool((hvp == 0).all())
+
+
+def test_r32g_1_a_saved_output_keeps_the_second_derivative(real_claims):
+    from families import elementwise_maps
+
+    replay(real_claims, "reference/differentiation-apis", APIS_FUNCTION_PASSAGE,
+           a_tensor_forward_computed_loses_the_second_derivative, elementwise_maps(), APIS_BACKWARDS,
+           APIS_BYPASS, APIS_AROUND, fails_on="'PyTorch on its saved output'")
 
 
 # -- r27h3 R1, R6: what x goes through before BesselJ0 matters too -------------------------
@@ -5696,3 +5746,4 @@ def test_n29h_1_2_the_silent_loss_is_not_stopped_by_once_differentiable(real_cla
     replay(real_claims, CUSTOM_FUNCTION_PAGE, "Depending on the rest of the graph",
            no_silent_loss_with_once_differentiable_or_a_trained_layer, custom_backwards(),
            backward_points(), around_the_function(), losses_with_linear_terms(), fails_on="-> Function")
+
