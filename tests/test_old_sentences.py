@@ -5747,3 +5747,39 @@ def test_n29h_1_2_the_silent_loss_is_not_stopped_by_once_differentiable(real_cla
            no_silent_loss_with_once_differentiable_or_a_trained_layer, custom_backwards(),
            backward_points(), around_the_function(), losses_with_linear_terms(), fails_on="-> Function")
 
+
+# -- r32g-2, r32g-3: differentiation-apis.md, hvp through a compiled function ---------------
+
+def compiled_hvp_raises_the_double_backward_error_or_gives_zeros(case) -> bool:
+    """r32g-2, differentiation-apis.md (2c2b508:274-283): "Of a function just compiled with
+    `torch.compile`, `functional.hvp` and `functional.vhp` raise the double-backward error
+    ... or return zeros with no error" and "`functional.hessian` returns zeros for the
+    compiled part instead of raising". A model that has trained has run a backward through
+    the compiled function: then all three raise another error (donated buffers)."""
+    from compiled_double_backward import functional_through_compile
+
+    outcome = functional_through_compile(*case)
+    return outcome == "zeros" if case[2] == "hessian" else outcome in ("raises", "zeros")
+
+
+def test_r32g_2_after_a_backward_hvp_and_hessian_raise_another_error(real_claims):
+    from compiled_double_backward import functional_cases
+
+    replay(real_claims, "reference/differentiation-apis", "Through a function compiled with `torch.compile`",
+           compiled_hvp_raises_the_double_backward_error_or_gives_zeros, functional_cases(history=True),
+           fails_on="'a forward and backward'")
+
+
+def test_r32g_3_a_tanh_network_on_a_batch_raises(real_claims):
+    """r32g-3, differentiation-apis.md (2c2b508:277-278): "For `tanh(t).sum()` or a Tanh
+    network under `backend="aot_eager"` they return zeros", checked on one unbatched t.
+    On a batch, as a reader feeds a network, hvp raises the double-backward error. The
+    page names its condition (one unbatched input) and checks the batch."""
+    from compiled_double_backward import functional_through_compile
+
+    assert not _records_quoting(real_claims, "reference/differentiation-apis", "or a Tanh network")
+    assert [functional_through_compile("a Tanh network", "aot_eager", "hvp", batch=batch)
+            for batch in (False, True)] == ["zeros", "raises"]
+    assert _records_quoting(real_claims, "reference/differentiation-apis",
+                            "Compiled afresh and called first, on one unbatched input")
+
