@@ -5783,3 +5783,45 @@ def test_r32g_3_a_tanh_network_on_a_batch_raises(real_claims):
     assert _records_quoting(real_claims, "reference/differentiation-apis",
                             "Compiled afresh and called first, on one unbatched input")
 
+
+# -- r32g-5: differentiation-apis.md, the options change J only up to rounding ------------
+
+def options_change_J_only_up_to_rounding(fn, chunk) -> bool:
+    """r32g-5, differentiation-apis.md (2c2b508:3111-3112): "Two options change how $J$ is
+    computed, and its value only up to rounding". At an operation with an infinite
+    derivative (sqrt at 0, even in sqrt(relu(x)) at x < 0, where f is constant) the
+    forward-mode J puts NaN in other entries than the reverse-mode one."""
+    from torch.autograd import functional
+
+    f, at = ((torch.sqrt, [0.0, 1.0, 4.0]) if fn == "sqrt at a zero entry" else
+             (lambda t: t.relu().sqrt(), [-1.0, 1.0, 4.0])) if isinstance(fn, str) else (fn, None)
+    at = fn.point() if at is None else torch.tensor(at, dtype=torch.float64)
+    forward = functional.jacobian(f, at, vectorize=True, strategy="forward-mode")
+    return torch.allclose(forward, functional.jacobian(f, at), atol=1e-10, equal_nan=True)
+
+
+def test_r32g_5_an_infinite_derivative_changes_J_by_more_than_rounding(real_claims):
+    replay(real_claims, "reference/differentiation-apis", "Two options change how $J$ is computed, and, where",
+           options_change_J_only_up_to_rounding,
+           st.one_of(vector_maps(), labelled(st.sampled_from(["sqrt at a zero entry",
+                                                              "sqrt(relu(x)) at a negative entry"]),
+                                             "sqrt at a zero entry, sqrt(relu(x)) at a negative entry")),
+           labelled(st.integers(1, 3), "chunk sizes 1 to 3"), fails_on="sqrt")
+
+
+def test_r32g_5_jacfwd_and_jacrev_differ_where_f_is_differentiable(real_claims):
+    """Found settling r32g-5, differentiation-apis.md (2c2b508:2581-2582): "Where both run
+    and `f` is differentiable at `x`, the answer is the same up to rounding". sqrt(relu(x))
+    is 0 near x = -1, differentiable there, yet jacfwd gives NaN where jacrev gives 0 (0
+    times sqrt's infinite slope at 0). The page now asks that every operation `f` runs
+    have a finite derivative, and its check draws sqrt(relu(x)) at a negative entry."""
+    at = torch.tensor([-1.0, 1.0, 4.0], dtype=torch.float64)
+    f = lambda t: t.relu().sqrt()  # noqa: E731
+    assert torch.equal(torch.func.jacrev(f)(at)[0], torch.zeros(3, dtype=torch.float64))
+    assert bool(torch.func.jacfwd(f)(at)[0].isnan().all())
+    assert not _records_quoting(real_claims, "reference/differentiation-apis", "and `f` is differentiable at `x`")
+    [record] = [r for r in _records_quoting(real_claims, "reference/differentiation-apis",
+                                            "Where both run and every operation `f` runs has a finite derivative")
+                if r["check"] == "check_property"]
+    assert any("sqrt(relu(x))" in family for family in record["families"]), record["families"]
+
