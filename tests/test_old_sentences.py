@@ -5825,3 +5825,30 @@ def test_r32g_5_jacfwd_and_jacrev_differ_where_f_is_differentiable(real_claims):
                 if r["check"] == "check_property"]
     assert any("sqrt(relu(x))" in family for family in record["families"]), record["families"]
 
+
+# -- r32g-6: differentiation-apis.md, linearize runs f twice in every mode ------------------
+
+def linearize_runs_f_twice_in_training_mode_only(kind, train, seed) -> bool:
+    """r32g-6, differentiation-apis.md (2c2b508:159 and 2668-2669): "in training mode
+    `linearize` itself runs `f` twice": read by a reader who cares about cost, eval()
+    halves it. It runs f twice in eval() mode too."""
+    nn = torch.nn
+    middle = nn.Dropout(0.5) if kind == "Dropout" else nn.BatchNorm1d(6)
+    model = nn.Sequential(nn.Linear(4, 6), middle, nn.Linear(6, 3)).double().train(train)
+    runs = []
+    model.register_forward_pre_hook(lambda module, args: runs.append(1))
+    torch.func.linearize(model, torch.randn(5, 4, dtype=torch.double,
+                                            generator=torch.Generator().manual_seed(seed)))
+    return len(runs) == (2 if train else 1)
+
+
+def test_r32g_6_linearize_runs_f_twice_in_eval_mode_too(real_claims):
+    replay(real_claims, "reference/differentiation-apis", "{py:func}`torch.func.linearize` returns $f(x)$\nand a",
+           linearize_runs_f_twice_in_training_mode_only,
+           labelled(st.sampled_from(["Dropout", "BatchNorm", "BatchNorm, momentum=None",
+                                     "BatchNorm, track_running_stats=False", "Conv2d, BatchNorm2d, Dropout"]),
+                    "a model with Dropout, BatchNorm1d (default momentum or None, or without "
+                    "running statistics), or Conv2d, BatchNorm2d and Dropout"),
+           labelled(st.booleans(), "training or eval() mode"),
+           labelled(st.integers(0, 2**16), "seeds of the model, point, u and masks"), fails_on="False")
+
