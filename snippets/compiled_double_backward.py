@@ -206,24 +206,33 @@ FUNC_FIRST = {"torch.func.grad": lambda c, at: torch.func.grad(c)(at),
               "torch.func.jacrev": lambda c, at: torch.func.jacrev(c)(at),
               "torch.func.vmap": lambda c, at: torch.func.vmap(c)(at.unsqueeze(0)),
               "torch.func.jvp": lambda c, at: torch.func.jvp(c, (at,), (at,))}
+# What a training step runs through the compiled function first: a backward compiles
+# its backward graph for one ordinary pass (with buffers it may free), which a later
+# create_graph=True pass then meets.
+TRAINING_FIRST = {"a forward": lambda c, at: c(at.clone().requires_grad_()),
+                  "a forward and backward": lambda c, at: c(at.clone().requires_grad_()).backward()}
 
 
-def functional_through_compile(name, backend, api, first=None):
+def functional_through_compile(name, backend, api, first=None, batch=False):
     """``functional.<api>`` (hvp, vhp or hessian) of SECOND_ORDER[name] compiled
-    afresh with ``backend``, at t = [0.5, 1.0] with u = [1, -1], called first, or
-    after ``FUNC_FIRST[first]`` ran the compiled function: "raises" for the
-    double-backward error, "zeros" for zeros where eager mode's result is not zero,
-    "eager" for eager mode's values with no frame compiled, else "other"."""
+    afresh with ``backend``, at t = [0.5, 1.0] with u = [1, -1] (with ``batch``, at a
+    batch t of shape (4, 2) and a u like it), called first, or after
+    ``FUNC_FIRST[first]`` or ``TRAINING_FIRST[first]`` ran the compiled function:
+    "raises" for the double-backward error, "error" for another RuntimeError, "zeros"
+    for zeros where eager mode's result is not zero, "eager" for eager mode's values
+    with no frame compiled, else "other"."""
     from torch._dynamo.utils import counters
     from torch.autograd import functional
 
     at, u = torch.tensor([0.5, 1.0]), torch.tensor([1.0, -1.0])
+    if batch:
+        at, u = torch.randn(2, 4, 2, generator=torch.Generator().manual_seed(0))
     f = SECOND_ORDER[name]
     torch._dynamo.reset()
     counters.clear()
     compiled = torch.compile(f, backend=backend)
     if first is not None:
-        FUNC_FIRST[first](compiled, at)
+        {**FUNC_FIRST, **TRAINING_FIRST}[first](compiled, at)
 
     def call(g):
         return functional.hessian(g, at) if api == "hessian" else getattr(functional, api)(g, at, u)[1]
@@ -231,7 +240,7 @@ def functional_through_compile(name, backend, api, first=None):
     try:
         result = call(compiled)
     except RuntimeError as error:
-        return "raises" if str(error).startswith(DOUBLE_BACKWARD) else "other"
+        return "raises" if str(error).startswith(DOUBLE_BACKWARD) else "error"
     eager = call(f)
     if bool((result == 0).all()) and bool((eager != 0).any()):
         return "zeros"
@@ -239,31 +248,37 @@ def functional_through_compile(name, backend, api, first=None):
 
 
 def as_the_history_says(case) -> bool:
-    """Called first, a compiled function's hvp/vhp raises or gives zeros (hessian:
-    zeros); after a torch.func transform ran it, each gives eager values, uncompiled."""
-    name, backend, api, first = case
-    outcome = functional_through_compile(name, backend, api, first)
-    if first is not None:
+    """Called first, or after a training step's forward (and backward) ran it, a
+    compiled function's hvp, vhp and hessian raise an error or give zeros; after a
+    torch.func transform ran it, each gives eager values, uncompiled."""
+    name, backend, api, first, *batch = case
+    outcome = functional_through_compile(name, backend, api, first, *batch)
+    if first in FUNC_FIRST:
         return outcome == "eager"
-    return outcome in (("zeros",) if api == "hessian" else ("raises", "zeros"))
+    return outcome in ("raises", "error", "zeros")
 
 
 def functional_cases(history: bool = False, after_func: bool = False):
     """Strategy of (function, backend, api) for functional_through_compile; with
-    ``history``, (function, backend, api, first) with hessian too and first None or
-    a torch.func transform run before (with ``after_func``, only the latter)."""
+    ``history``, (function, backend, api, first, batch) with hessian too, first None
+    or a training step's forward (and backward) run before, on t or on a batch; with
+    ``after_func``, (function, backend, api, first), first a torch.func transform."""
     from hypothesis import strategies as st
 
     names, backends = st.sampled_from(sorted(SECOND_ORDER)), st.sampled_from(["aot_eager", "inductor"])
+    apis = st.sampled_from(["hvp", "vhp", "hessian"])
     if not history:
         cases = st.tuples(names, backends, st.sampled_from(["hvp", "vhp"]))
         cases.family_name = ("hvp and vhp of tanh(t).sum(), (sin(t) * t).sum() and a Tanh network, "
                              "compiled with aot_eager or inductor")
         return cases
-    cases = st.tuples(names, backends, st.sampled_from(["hvp", "vhp", "hessian"]),
-                      st.sampled_from(list(FUNC_FIRST) if after_func else [None, *FUNC_FIRST]))
-    cases.family_name = ("hvp, vhp and hessian of tanh(t).sum(), (sin(t) * t).sum() and a Tanh network, "
-                         "compiled with aot_eager or inductor, called "
-                         + ("" if after_func else "first or ") + "after "
-                         + ", ".join(FUNC_FIRST) + " ran it")
+    functions = ("hvp, vhp and hessian of tanh(t).sum(), (sin(t) * t).sum() and a Tanh network, "
+                 "compiled with aot_eager or inductor, called ")
+    if after_func:
+        cases = st.tuples(names, backends, apis, st.sampled_from(list(FUNC_FIRST)))
+        cases.family_name = functions + "after " + ", ".join(FUNC_FIRST) + " ran it"
+        return cases
+    cases = st.tuples(names, backends, apis, st.sampled_from([None, *TRAINING_FIRST]), st.booleans())
+    cases.family_name = (functions + "first or after " + " or ".join(TRAINING_FIRST)
+                         + " ran it, on t of shape (2,) or a batch (4, 2)")
     return cases

@@ -54,6 +54,10 @@ class Map:
     fn: Callable[[torch.Tensor], torch.Tensor] = field(repr=False, compare=False)
     n: int  # the length of the input it takes (a vector, or a batch of rows of n)
     kind: str  # the family it was drawn from
+    # an elementwise map's slope as a function of its output y (exp: y, tanh: 1 - y**2),
+    # as PyTorch's own backward of exp, tanh and sigmoid computes it; None if it has none
+    slope_from_output: Callable[[torch.Tensor], torch.Tensor] | None = field(
+        default=None, repr=False, compare=False)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return self.fn(x)
@@ -119,6 +123,16 @@ ELEMENTWISE = {
 }
 
 
+# The members of ELEMENTWISE whose slope is a function of their output y.
+SLOPES_FROM_OUTPUT = {
+    "exp(x)": lambda y: y,
+    "tanh(x)": lambda y: 1 - y**2,
+    "sigmoid(x)": lambda y: y * (1 - y),
+    "softplus(x)": lambda y: -torch.expm1(-y),
+    "relu(x)": lambda y: (y > 0).to(y.dtype),
+    "x": torch.ones_like,
+}
+
 _ELEMENTWISE_NAMES = st.sampled_from(sorted(ELEMENTWISE))
 
 
@@ -127,11 +141,12 @@ _ELEMENTWISE_NAMES = st.sampled_from(sorted(ELEMENTWISE))
 def elementwise_maps(draw, n: st.SearchStrategy[int] = SIZES) -> Map:
     """y_i = g(x_i), or c_i * g(x_i): J is diagonal at every point."""
     name = draw(_ELEMENTWISE_NAMES)
-    g, size = ELEMENTWISE[name], draw(n)
+    g, size, slope = ELEMENTWISE[name], draw(n), SLOPES_FROM_OUTPUT.get(name)
     if draw(st.booleans()):
         c = _vector(draw(SEEDS), size)
-        return Map(f"c * {name}", lambda x: c.to(x.dtype) * g(x), size, "elementwise")
-    return Map(name, g, size, "elementwise")
+        scaled = slope and (lambda y: c.to(y.dtype) * slope(y / c.to(y.dtype)))
+        return Map(f"c * {name}", lambda x: c.to(x.dtype) * g(x), size, "elementwise", scaled)
+    return Map(name, g, size, "elementwise", slope)
 
 
 @named("permutations")

@@ -46,6 +46,20 @@ def test_an_elementwise_map_has_a_diagonal_jacobian(f):
     check_close(J, torch.diag(torch.diagonal(J)), f"{f} has a diagonal J")
 
 
+@SAMPLE
+@given(families.elementwise_maps())
+def test_an_elementwise_maps_slope_from_output_is_its_slope(f):
+    if f.slope_from_output is not None:
+        at = f.point()
+        check_close(f.slope_from_output(f(at)), torch.diagonal(jacobian(f, at)), f"{f}: slope from output")
+
+
+def test_elementwise_maps_hold_maps_with_and_without_a_slope_from_output():
+    assert member(families.elementwise_maps(), lambda f: f.slope_from_output is None)
+    assert member(families.elementwise_maps(),
+                  lambda f: f.name.startswith("c * ") and f.slope_from_output is not None)
+
+
 def test_elementwise_maps_hold_kinks_and_scaled_maps():
     assert member(families.elementwise_maps(), lambda f: f.name == "relu(x)")
     assert member(families.elementwise_maps(), lambda f: f.name == "abs(x)")

@@ -5247,25 +5247,75 @@ def strict_raises_where_only_linear_maps_surround(g, built, bypass, around) -> b
     return around.startswith("relu")
 
 
+# What the page's check of its custom-Function passage draws (as the page builds them).
+APIS_FUNCTION_PASSAGE = ("A custom {py:class}`torch.autograd.Function` with a `forward` and a "
+                         "`backward` but no")
+APIS_BACKWARDS = labelled(
+    st.sampled_from(["PyTorch operations", "PyTorch on detached saved tensors", "@once_differentiable",
+                     "NumPy on detached values", "PyTorch on a tensor computed in forward",
+                     "PyTorch on its saved output"]),
+    "backwards built from PyTorch operations, from PyTorch operations on detached saved tensors, "
+    "marked @once_differentiable, in NumPy on detached values, or from PyTorch operations on a "
+    "tensor computed in forward (not an output) or on its saved output")
+APIS_BYPASS = labelled(st.booleans(), "the Function the only path, or + t**2 (a second path from input to output)")
+APIS_AROUND = labelled(
+    st.sampled_from(["sum", "mean", "sin", "relu", "linear, relu", "sin before", "relu before",
+                     "linear before", "linear layers", "layers"]),
+    "the Function followed by a sum, a mean, .sin(), a ReLU or Linear -> ReLU and a sum; after "
+    ".sin(), a ReLU or a Linear and followed by a sum; or Linear -> Function -> Linear -> sum or "
+    "squared loss")
+
+
 def test_n26c_f2_strict_raises_after_a_relu_too(real_claims):
     from families import elementwise_maps
 
-    replay(real_claims, "reference/differentiation-apis",
-           "A custom {py:class}`torch.autograd.Function` with a `forward` and a `backward` but no",
-           strict_raises_where_only_linear_maps_surround, elementwise_maps(),
-           labelled(st.sampled_from(["PyTorch operations", "PyTorch on detached saved tensors",
-                                     "@once_differentiable", "NumPy on detached values",
-                                     "PyTorch on a tensor computed in forward"]),
-                    "backwards built from PyTorch operations, from PyTorch operations on detached "
-                    "saved tensors, marked @once_differentiable, in NumPy on detached values, or "
-                    "from PyTorch operations on a tensor computed in forward"),
-           labelled(st.booleans(), "the Function the only path, or + t**2 (a second path from input to output)"),
-           labelled(st.sampled_from(["sum", "mean", "sin", "relu", "linear, relu", "sin before", "relu before",
-                                     "linear before", "linear layers", "layers"]),
-                    "the Function followed by a sum, a mean, .sin(), a ReLU or Linear -> ReLU and a "
-                    "sum; after .sin(), a ReLU or a Linear and followed by a sum; or Linear -> "
-                    "Function -> Linear -> sum or squared loss"),
-           fails_on="relu")
+    replay(real_claims, "reference/differentiation-apis", APIS_FUNCTION_PASSAGE,
+           strict_raises_where_only_linear_maps_surround, elementwise_maps(), APIS_BACKWARDS,
+           APIS_BYPASS, APIS_AROUND, fails_on="relu")
+
+
+# -- r32g-1: differentiation-apis.md, a backward on the output forward saved -------------
+
+def a_tensor_forward_computed_loses_the_second_derivative(g, built, bypass, around) -> bool:
+    """r32g-1, differentiation-apis.md (2c2b508:2006-2008): "A `backward` that reads its
+    saved tensors detached, or a tensor `forward` computed (`forward` records no history),
+    keeps `functional.jvp` right, but `hvp`, `vhp` and `hessian` lose the Function's own
+    second derivative". Read on the torch.autograd.Function docstring's Exp pattern (the
+    output saved with save_for_backward): where nothing else around the Function has a
+    second derivative (a sum, a mean, a ReLU), hvp would be zeros. The saved output
+    keeps the Function's node as its history, so hvp is the true g'' u."""
+    from torch.autograd import functional
+
+    if (built != "PyTorch on its saved output" or g.slope_from_output is None or bypass
+            or around not in ("sum", "mean", "relu", "relu before")):
+        return True
+
+    class SavesOutput(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            output = g(t)
+            ctx.save_for_backward(output)
+            return output
+
+        @staticmethod
+        def backward(ctx, grad):
+            (output,) = ctx.saved_tensors
+            return grad * g.slope_from_output(output)
+
+    before = torch.relu if around == "relu before" else (lambda t: t)
+    after = torch.relu if around == "relu" else (lambda t: t)
+    reduce = torch.mean if around == "mean" else torch.sum
+    at, direction = g.point(0), g.point(1)
+    hvp = functional.hvp(lambda t: reduce(after(SavesOutput.apply(before(t)))), at, direction)[1]
+    return bool((hvp == 0).all())
+
+
+def test_r32g_1_a_saved_output_keeps_the_second_derivative(real_claims):
+    from families import elementwise_maps
+
+    replay(real_claims, "reference/differentiation-apis", APIS_FUNCTION_PASSAGE,
+           a_tensor_forward_computed_loses_the_second_derivative, elementwise_maps(), APIS_BACKWARDS,
+           APIS_BYPASS, APIS_AROUND, fails_on="'PyTorch on its saved output'")
 
 
 # -- r27h3 R1, R6: what x goes through before BesselJ0 matters too -------------------------
@@ -6311,3 +6361,108 @@ def test_r32j_5_one_z_can_match_a_J_that_is_not_diagonal(real_claims):
 
     replay(real_claims, "reference/misconceptions", 'It\nequals "derivative times $z$" for every $z$',
            derivative_times_z_at_each_z_only_for_a_diagonal_J, maps_at_points(), fails_on="A @ x")
+
+# -- r32g-2, r32g-3: differentiation-apis.md, hvp through a compiled function ---------------
+
+def compiled_hvp_raises_the_double_backward_error_or_gives_zeros(case) -> bool:
+    """r32g-2, differentiation-apis.md (2c2b508:274-283): "Of a function just compiled with
+    `torch.compile`, `functional.hvp` and `functional.vhp` raise the double-backward error
+    ... or return zeros with no error" and "`functional.hessian` returns zeros for the
+    compiled part instead of raising". A model that has trained has run a backward through
+    the compiled function: then all three raise another error (donated buffers)."""
+    from compiled_double_backward import functional_through_compile
+
+    outcome = functional_through_compile(*case)
+    return outcome == "zeros" if case[2] == "hessian" else outcome in ("raises", "zeros")
+
+
+def test_r32g_2_after_a_backward_hvp_and_hessian_raise_another_error(real_claims):
+    from compiled_double_backward import functional_cases
+
+    replay(real_claims, "reference/differentiation-apis", "Through a function compiled with `torch.compile`",
+           compiled_hvp_raises_the_double_backward_error_or_gives_zeros, functional_cases(history=True),
+           fails_on="'a forward and backward'")
+
+
+def test_r32g_3_a_tanh_network_on_a_batch_raises(real_claims):
+    """r32g-3, differentiation-apis.md (2c2b508:277-278): "For `tanh(t).sum()` or a Tanh
+    network under `backend="aot_eager"` they return zeros", checked on one unbatched t.
+    On a batch, as a reader feeds a network, hvp raises the double-backward error. The
+    page names its condition (one unbatched input) and checks the batch."""
+    from compiled_double_backward import functional_through_compile
+
+    assert not _records_quoting(real_claims, "reference/differentiation-apis", "or a Tanh network")
+    assert [functional_through_compile("a Tanh network", "aot_eager", "hvp", batch=batch)
+            for batch in (False, True)] == ["zeros", "raises"]
+    assert _records_quoting(real_claims, "reference/differentiation-apis",
+                            "Compiled afresh and called first, on one unbatched input")
+
+
+# -- r32g-5: differentiation-apis.md, the options change J only up to rounding ------------
+
+def options_change_J_only_up_to_rounding(fn, chunk) -> bool:
+    """r32g-5, differentiation-apis.md (2c2b508:3111-3112): "Two options change how $J$ is
+    computed, and its value only up to rounding". At an operation with an infinite
+    derivative (sqrt at 0, even in sqrt(relu(x)) at x < 0, where f is constant) the
+    forward-mode J puts NaN in other entries than the reverse-mode one."""
+    from torch.autograd import functional
+
+    f, at = ((torch.sqrt, [0.0, 1.0, 4.0]) if fn == "sqrt at a zero entry" else
+             (lambda t: t.relu().sqrt(), [-1.0, 1.0, 4.0])) if isinstance(fn, str) else (fn, None)
+    at = fn.point() if at is None else torch.tensor(at, dtype=torch.float64)
+    forward = functional.jacobian(f, at, vectorize=True, strategy="forward-mode")
+    return torch.allclose(forward, functional.jacobian(f, at), atol=1e-10, equal_nan=True)
+
+
+def test_r32g_5_an_infinite_derivative_changes_J_by_more_than_rounding(real_claims):
+    replay(real_claims, "reference/differentiation-apis", "Two options change how $J$ is computed, and, where",
+           options_change_J_only_up_to_rounding,
+           st.one_of(vector_maps(), labelled(st.sampled_from(["sqrt at a zero entry",
+                                                              "sqrt(relu(x)) at a negative entry"]),
+                                             "sqrt at a zero entry, sqrt(relu(x)) at a negative entry")),
+           labelled(st.integers(1, 3), "chunk sizes 1 to 3"), fails_on="sqrt")
+
+
+def test_r32g_5_jacfwd_and_jacrev_differ_where_f_is_differentiable(real_claims):
+    """Found settling r32g-5, differentiation-apis.md (2c2b508:2581-2582): "Where both run
+    and `f` is differentiable at `x`, the answer is the same up to rounding". sqrt(relu(x))
+    is 0 near x = -1, differentiable there, yet jacfwd gives NaN where jacrev gives 0 (0
+    times sqrt's infinite slope at 0). The page now asks that every operation `f` runs
+    have a finite derivative, and its check draws sqrt(relu(x)) at a negative entry."""
+    at = torch.tensor([-1.0, 1.0, 4.0], dtype=torch.float64)
+    f = lambda t: t.relu().sqrt()  # noqa: E731
+    assert torch.equal(torch.func.jacrev(f)(at)[0], torch.zeros(3, dtype=torch.float64))
+    assert bool(torch.func.jacfwd(f)(at)[0].isnan().all())
+    assert not _records_quoting(real_claims, "reference/differentiation-apis", "and `f` is differentiable at `x`")
+    [record] = [r for r in _records_quoting(real_claims, "reference/differentiation-apis",
+                                            "Where both run and every operation `f` runs has a finite derivative")
+                if r["check"] == "check_property"]
+    assert any("sqrt(relu(x))" in family for family in record["families"]), record["families"]
+
+
+# -- r32g-6: differentiation-apis.md, linearize runs f twice in every mode ------------------
+
+def linearize_runs_f_twice_in_training_mode_only(kind, train, seed) -> bool:
+    """r32g-6, differentiation-apis.md (2c2b508:159 and 2668-2669): "in training mode
+    `linearize` itself runs `f` twice": read by a reader who cares about cost, eval()
+    halves it. It runs f twice in eval() mode too."""
+    nn = torch.nn
+    middle = nn.Dropout(0.5) if kind == "Dropout" else nn.BatchNorm1d(6)
+    model = nn.Sequential(nn.Linear(4, 6), middle, nn.Linear(6, 3)).double().train(train)
+    runs = []
+    model.register_forward_pre_hook(lambda module, args: runs.append(1))
+    torch.func.linearize(model, torch.randn(5, 4, dtype=torch.double,
+                                            generator=torch.Generator().manual_seed(seed)))
+    return len(runs) == (2 if train else 1)
+
+
+def test_r32g_6_linearize_runs_f_twice_in_eval_mode_too(real_claims):
+    replay(real_claims, "reference/differentiation-apis", "{py:func}`torch.func.linearize` returns $f(x)$\nand a",
+           linearize_runs_f_twice_in_training_mode_only,
+           labelled(st.sampled_from(["Dropout", "BatchNorm", "BatchNorm, momentum=None",
+                                     "BatchNorm, track_running_stats=False", "Conv2d, BatchNorm2d, Dropout"]),
+                    "a model with Dropout, BatchNorm1d (default momentum or None, or without "
+                    "running statistics), or Conv2d, BatchNorm2d and Dropout"),
+           labelled(st.booleans(), "training or eval() mode"),
+           labelled(st.integers(0, 2**16), "seeds of the model, point, u and masks"), fails_on="False")
+
