@@ -6466,3 +6466,38 @@ def test_r32g_6_linearize_runs_f_twice_in_eval_mode_too(real_claims):
            labelled(st.booleans(), "training or eval() mode"),
            labelled(st.integers(0, 2**16), "seeds of the model, point, u and masks"), fails_on="False")
 
+
+# -- s33a-2..5: accumulate, check-gradients, get-gradients, stop-gradients (c2af9da) --------
+
+def sequence_first_chunks_the_targets_along_dim_1_too(setting, sequences, K) -> bool:
+    """s33a-3, accumulate-zero-and-reuse-gradients.md (c2af9da:619-620): "for sequence-first
+    input ((T, B, F), `nn.LSTM`'s default), use `chunk(K, dim=1)` and `size(1)` instead",
+    read for both `chunk` calls of the recipe cell. Batch-first targets (B, C) then split
+    along C: a shape error, or with one sequence per part a wrong gradient, silently, as
+    (1, C) - (B, c) broadcasts."""
+    from per_sample_jacobians import StepsFirstLastStep
+
+    for _kind, model, sequence_batch in sequences:
+        net, inputs = StepsFirstLastStep(model), sequence_batch.transpose(0, 1)  # (T, B, F)
+        targets = torch.randn(inputs.size(1), 3, dtype=inputs.dtype, generator=torch.Generator().manual_seed(K))
+        whole = torch.autograd.grad(((net(inputs) - targets) ** 2).mean(), list(net.parameters()))
+        net.zero_grad()
+        try:
+            for chunk_x, chunk_t in zip(inputs.chunk(K, dim=1), targets.chunk(K, dim=1)):
+                (((net(chunk_x) - chunk_t) ** 2).mean() * chunk_x.size(1) / inputs.size(1)).backward()
+        except RuntimeError:
+            return False
+        if not all(torch.allclose(p.grad, w, atol=1e-10) for p, w in zip(net.parameters(), whole)):
+            return False
+    return True
+
+
+def test_s33a_3_sequence_first_targets_keep_their_batch_dimension(real_claims):
+    from per_sample_jacobians import sequence_models
+
+    replay(real_claims, "how-to/accumulate-zero-and-reuse-gradients",
+           "`chunk(K)` and `len` count along dim 0: for sequence-first input",
+           sequence_first_chunks_the_targets_along_dim_1_too,
+           labelled(st.one_of(sample_batches(), compiled_modules()),
+                    "critics on rows (N, F) or images (B, C, H, W), compiled MLPs"),
+           sequence_models(), labelled(st.integers(2, 4), "K from 2 to 4"), fails_on="RNN, GRU")
