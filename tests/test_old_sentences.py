@@ -6501,3 +6501,15 @@ def test_s33a_3_sequence_first_targets_keep_their_batch_dimension(real_claims):
            labelled(st.one_of(sample_batches(), compiled_modules()),
                     "critics on rows (N, F) or images (B, C, H, W), compiled MLPs"),
            sequence_models(), labelled(st.integers(2, 4), "K from 2 to 4"), fails_on="RNN, GRU")
+
+
+def test_s33a_5_relu_has_no_gradient_at_0_for_gradcheck_to_fail(real_claims):
+    """s33a-5, check-gradients.md (c2af9da:36-38): "it can fail a right gradient, as for ReLU
+    at 0". ReLU has no derivative at 0 (slope 0 from the left, 1 from the right): the
+    backward's 0 there is a convention, as gradcheck's 0.5 would be. The page now says "a
+    bug-free backward", and its check reads both one-sided slopes."""
+    x = torch.tensor([-1e-3, 0.0, 1e-3], dtype=torch.float64)
+    left, mid, right = torch.relu(x).tolist()
+    assert ((mid - left) / 1e-3, (right - mid) / 1e-3) == (0.0, 1.0)
+    assert not _records_quoting(real_claims, "how-to/check-gradients", "can fail a right gradient")
+    assert _records_quoting(real_claims, "how-to/check-gradients", "it can fail a bug-free backward, as for ReLU at 0")
