@@ -2091,17 +2091,22 @@ def test_self_audit_saves_a_custom_function_node_has_no_saved_attributes():
 
 # -- s6 self-audit of the how-to pages stop-gradients and check-gradients --------------
 
+def backward_raises_the_version_error(out) -> bool:
+    """Whether ``out.sum().backward()`` raises because a tensor it saved changed in place."""
+    try:
+        out.sum().backward()
+    except RuntimeError as error:
+        return "modified by an inplace operation" in str(error)
+    return False
+
+
 def a_write_into_a_saved_tensor_always_raises(case) -> bool:
     """Audit s4 #21, stop-gradients.md: "If the graph saved the tensor you modify, the
     backward pass sees the new version and refuses to use the changed value", with no
     word on `.data`: a write through t.data into the input sin saved."""
     out = torch.sin(case.tensor)
     case.tensor.data.add_(1.0)
-    try:
-        out.sum().backward()
-    except RuntimeError as error:
-        return "modified by an inplace operation" in str(error)
-    return False
+    return backward_raises_the_version_error(out)
 
 
 def test_s4_21_a_write_through_data_into_a_saved_tensor_goes_unnoticed(real_claims):
@@ -5778,11 +5783,7 @@ def a_numpy_write_into_a_saved_tensor_raises(case) -> bool:
     out = torch.sin(case.tensor)
     arr = case.tensor.detach().cpu().numpy()
     arr *= 255
-    try:
-        out.sum().backward()
-    except RuntimeError as error:
-        return "modified by an inplace operation" in str(error)
-    return False
+    return backward_raises_the_version_error(out)
 
 
 @pytest.mark.parametrize("quote", ["| `t.detach()` | one tensor |", "A write through `t.data`"])
@@ -6467,6 +6468,7 @@ def test_r32g_6_linearize_runs_f_twice_in_eval_mode_too(real_claims):
            labelled(st.integers(0, 2**16), "seeds of the model, point, u and masks"), fails_on="False")
 
 
+
 # -- s33a-2..5: accumulate, check-gradients, get-gradients, stop-gradients (c2af9da) --------
 
 def sequence_first_chunks_the_targets_along_dim_1_too(setting, sequences, K) -> bool:
@@ -6513,3 +6515,19 @@ def test_s33a_5_relu_has_no_gradient_at_0_for_gradcheck_to_fail(real_claims):
     assert ((mid - left) / 1e-3, (right - mid) / 1e-3) == (0.0, 1.0)
     assert not _records_quoting(real_claims, "how-to/check-gradients", "can fail a right gradient")
     assert _records_quoting(real_claims, "how-to/check-gradients", "it can fail a bug-free backward, as for ReLU at 0")
+
+
+def a_write_into_detach_raises_when_the_graph_saved_t(case) -> bool:
+    """s33a-2, stop-gradients.md (c2af9da:51): "an in-place operation such as `add_` on it
+    raises in `backward` if the graph saved `t`". Saved under
+    `torch.autograd.graph.save_on_cpu()`, t is kept as it is on the CPU and no version is
+    checked: backward runs on the changed value."""
+    with torch.autograd.graph.save_on_cpu():
+        out = torch.sin(case.tensor)
+    case.tensor.detach().add_(1.0)
+    return backward_raises_the_version_error(out)
+
+
+def test_s33a_2_save_on_cpu_checks_no_version(real_claims):
+    replay(real_claims, "how-to/stop-gradients", "| `t.detach()` | one tensor |",
+           a_write_into_detach_raises_when_the_graph_saved_t, non_leaf_inputs(), fails_on="randn(3, 2")
