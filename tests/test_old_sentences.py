@@ -6531,3 +6531,39 @@ def a_write_into_detach_raises_when_the_graph_saved_t(case) -> bool:
 def test_s33a_2_save_on_cpu_checks_no_version(real_claims):
     replay(real_claims, "how-to/stop-gradients", "| `t.detach()` | one tensor |",
            a_write_into_detach_raises_when_the_graph_saved_t, non_leaf_inputs(), fails_on="randn(3, 2")
+
+
+def reentrant_checkpoint_holds_h_when_an_input_requires_grad(setting, input_requires_grad) -> bool:
+    """s33a-4, get-gradients-of-intermediate-tensors.md (c2af9da:65-67): item 8 names a
+    reentrant checkpoint "with no input that requires grad" as the cause, read as: with an
+    input that requires grad, an activation inside it takes `retain_grad()`. Inside a
+    reentrant checkpoint the forward runs without grad whatever the inputs:
+    `retain_grad()` raises."""
+    import warnings
+
+    from torch.utils.checkpoint import checkpoint
+
+    if not input_requires_grad:
+        return True
+    head = torch.nn.Linear(1, 1, dtype=setting.inputs.dtype)
+
+    def f(x):
+        h = setting.model(x)
+        h.retain_grad()
+        return head(h)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            checkpoint(f, setting.inputs.detach().requires_grad_(), use_reentrant=True).sum().backward()
+    except RuntimeError:
+        return False
+    return True
+
+
+def test_s33a_4_reentrant_checkpoint_refuses_retain_grad_whatever_the_inputs(real_claims):
+    replay(real_claims, "how-to/get-gradients-of-intermediate-tensors",
+           "Inside a reentrant checkpoint an activation `h`", reentrant_checkpoint_holds_h_when_an_input_requires_grad,
+           labelled(st.one_of(sample_batches(), train_mode_models(), compiled_modules()),
+                    "critics on rows (N, F) or images (B, C, H, W), MLPs with Dropout or BatchNorm1d in "
+                    "training mode, compiled MLPs"),
+           labelled(st.booleans(), "an input that requires grad or not"), fails_on="True")
