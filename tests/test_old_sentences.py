@@ -30,7 +30,7 @@ import torch
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "snippets"))
-from custom_backwards import BesselJ0, SinFromInput  # noqa: E402
+from custom_backwards import CUSTOM_BACKWARDS, BesselJ0, SinFromInput, custom_backwards  # noqa: E402
 from families import (  # noqa: E402
     SEEDS,
     SIZES,
@@ -6070,11 +6070,12 @@ def test_s33b_1_a_later_linear_under_autocast_overflows_again(real_claims):
            fails_on="torch.float16, 'a Linear'")
 
 
-def zeros_when_u_x_does_not_require_grad(setting, first_grad) -> bool:
+def zeros_when_u_x_does_not_require_grad(setting, first_grad, custom=None) -> bool:
     """r32c-3/4, differentiate-a-network-output-with-respect-to-its-input.md (2c2b508:754):
     "Test `u_x.requires_grad` and use zeros when it is `False`", whatever the first
     grad: a u_x that does not require grad comes with a zero Hessian. A first grad
-    without create_graph=True gives a Tanh MLP's u_x, which does not require grad."""
+    without create_graph=True gives a Tanh MLP's u_x, which does not require grad (read
+    on the MLP, whatever custom Function the check draws beside it)."""
     from torch.func import hessian, vmap
 
     x = setting.inputs.detach().clone().requires_grad_()
@@ -6084,13 +6085,44 @@ def zeros_when_u_x_does_not_require_grad(setting, first_grad) -> bool:
     return u_x.requires_grad or bool((hessians == 0).all())
 
 
+# The page's family of first grads, by its name.
+FIRST_GRADS = labelled(st.sampled_from(["create_graph=True", "create_graph forgotten"]),
+                       "a first grad with create_graph=True, or without it")
+
+
 def test_r32c_3_requires_grad_is_false_too_when_create_graph_was_forgotten(real_claims):
     replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
            "If the first `grad` had `create_graph=True`", zeros_when_u_x_does_not_require_grad,
-           multi_feature_inputs(),
-           labelled(st.sampled_from(["create_graph=True", "create_graph forgotten"]),
-                    "a first grad with create_graph=True, or without it"),
+           multi_feature_inputs(), FIRST_GRADS, custom_backwards(),
            fails_on="create_graph forgotten")
+
+
+def zeros_when_requires_grad_is_false_after_create_graph(setting, first_grad, custom) -> bool:
+    """s33b-6, differentiate-a-network-output-with-respect-to-its-input.md (c2af9da:797):
+    "If the first `grad` had `create_graph=True`, test `u_x.requires_grad` and use zeros
+    when it is `False`", read on the drawn custom Function applied to x: a u_x that does
+    not require grad after create_graph=True comes with u_xx = 0. A backward that leaves
+    autograd (NumPy, a detach, a constant saved in forward) gives one that does not
+    require grad, and u_xx (by differences of u_x) is not 0."""
+    function = CUSTOM_BACKWARDS[custom][0]
+    x = setting.inputs.detach().clone().requires_grad_()
+    u = function.apply(x).sum(-1)
+    (u_x,) = torch.autograd.grad(u, x, torch.ones_like(u), create_graph=first_grad == "create_graph=True")
+    if first_grad != "create_graph=True" or u_x.requires_grad:
+        return True
+
+    def u_x_at(at):
+        with torch.enable_grad():
+            at = at.clone().requires_grad_()
+            return torch.autograd.grad(function.apply(at).sum(), at)[0]
+    return bool(finite_difference_jacobian(u_x_at, x).abs().max() < 1e-6)
+
+
+def test_s33b_6_a_backward_autograd_cannot_differentiate_leaves_u_x_without_grad(real_claims):
+    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
+           "If the first `grad` had `create_graph=True`", zeros_when_requires_grad_is_false_after_create_graph,
+           multi_feature_inputs(), FIRST_GRADS, custom_backwards(),
+           fails_on="'create_graph=True', 'J0, backward calls bessel_j1'")
 
 # -- r32i-6, r32i-7: how-this-site-is-built.md, the words a quote must cover ----------
 
