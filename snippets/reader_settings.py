@@ -224,6 +224,35 @@ def autocast_dtypes() -> st.SearchStrategy[torch.dtype]:
     return st.sampled_from(AUTOCAST_DTYPES)
 
 
+def _small_linear(features: int = 2) -> torch.nn.Linear:
+    """A Linear to one output with weights 1e-3: it brings values of 70000 back to 140."""
+    layer = torch.nn.Linear(features, 1)
+    with torch.no_grad():
+        layer.weight.fill_(1e-3)
+        layer.bias.zero_()
+    return layer
+
+
+# What takes a (1, 2) activation next, as fresh layers: a float32 value past float16's
+# range that reaches a Linear or a matmul under float16 autocast is cast back and overflows.
+LATER_LAYERS: dict[str, Callable[[], list[Callable[[torch.Tensor], torch.Tensor]]]] = {
+    "the loss": lambda: [],
+    "a Linear": lambda: [_small_linear()],
+    "a matmul": lambda: [lambda t: t @ torch.full((2, 1), 1e-3)],
+    "`* 2`, then a Linear": lambda: [lambda t: t * 2, _small_linear()],
+    "a GELU, then a Linear": lambda: [torch.nn.GELU(), _small_linear()],
+    "a LayerNorm, then a Linear": lambda: [torch.nn.LayerNorm(2), _small_linear()],
+}
+
+
+@named("what takes the activation: the loss, a Linear, a matmul, or `* 2`, a GELU or a "
+       "LayerNorm before a Linear")
+def later_layers() -> st.SearchStrategy[str]:
+    """Names of ``LATER_LAYERS``: a recipe for one operation is read in a model where
+    others follow it (``LATER_LAYERS[name]()`` builds them afresh)."""
+    return st.sampled_from(list(LATER_LAYERS))
+
+
 @functools.cache
 def _compiled(features: int, seed: int, backend: str = "aot_eager") -> torch.nn.Module:
     # Once per process: every call of a new module would compile again.
@@ -342,7 +371,7 @@ def shapes_and_dims() -> st.SearchStrategy[tuple[tuple[int, ...], int]]:
 
 FAMILIES = (multi_feature_inputs, image_batches, sample_batches, train_mode_models,
             batch_norm_models, multi_term_losses, losses_with_linear_terms, autocast_dtypes,
-            compiled_modules, non_leaf_inputs, moved_leaves, shapes_and_dims)
+            later_layers, compiled_modules, non_leaf_inputs, moved_leaves, shapes_and_dims)
 
 
 def main() -> None:

@@ -30,7 +30,7 @@ import torch
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "snippets"))
-from custom_backwards import BesselJ0, SinFromInput  # noqa: E402
+from custom_backwards import CUSTOM_BACKWARDS, BesselJ0, SinFromInput, custom_backwards  # noqa: E402
 from families import (  # noqa: E402
     SEEDS,
     SIZES,
@@ -52,8 +52,10 @@ from oracle import (  # noqa: E402
     finite_difference_jacobian,
 )
 from reader_settings import (  # noqa: E402
+    LATER_LAYERS,
     autocast_dtypes,
     compiled_modules,
+    later_layers,
     losses_with_linear_terms,
     multi_feature_inputs,
     multi_term_losses,
@@ -457,10 +459,11 @@ def test_m6_the_penalty_without_flatten_is_per_pixel_on_images(real_claims):
            sample_batches(), fails_on="images", because="the penalty is per sample")
 
 
-def grad_scaler_fixes_a_forward_overflow(dtype) -> bool:
+def grad_scaler_fixes_a_forward_overflow(dtype, later=None) -> bool:
     """M1, debug-nan-and-wrong-gradients.md:372: "| a float16 loss under AMP | float16
     overflows to `inf` | `torch.amp.GradScaler`, which skips a step whose gradients
-    hold `inf` or `nan` |": with GradScaler, training goes on with a finite loss."""
+    hold `inf` or `nan` |": with GradScaler, training goes on with a finite loss (on
+    the loss alone, whatever layers the check draws after the overflow)."""
     layer = torch.nn.Linear(2, 1)
     with torch.no_grad():
         layer.weight.fill_(350.0)
@@ -479,7 +482,7 @@ def grad_scaler_fixes_a_forward_overflow(dtype) -> bool:
 
 def test_m1_grad_scaler_leaves_a_float16_forward_overflow(real_claims):
     replay(real_claims, "how-to/debug-nan-and-wrong-gradients", "`GradScaler` does not fix it",
-           grad_scaler_fixes_a_forward_overflow, autocast_dtypes(), fails_on="torch.float16")
+           grad_scaler_fixes_a_forward_overflow, autocast_dtypes(), later_layers(), fails_on="torch.float16")
 
 
 def log_softmax_of_finite_logits_is_finite(dtype, fraction) -> bool:
@@ -6020,12 +6023,12 @@ def test_r32a_2_a_move_in_dtype_and_device_can_still_copy(real_claims, quote):
 
 # -- r32c-1/2, r32c-3/4: debug-nan-and-wrong-gradients.md, differentiate-a-network-output... --
 
-def outside_autocast_runs_the_operation_in_float32(dtype) -> bool:
+def outside_autocast_runs_the_operation_in_float32(dtype, later=None) -> bool:
     """r32c-1/2, debug-nan-and-wrong-gradients.md (2c2b508:849): "that operation in float32
     (outside `autocast`)", read on the activation a reader has: the overflowing Linear
     (weights 350), run under autocast(enabled=False) on the float16 activation of 100s an
     earlier autocast operation made, gives a finite float32 output (it raises: the
-    activation is still float16)."""
+    activation is still float16). Read on the Linear alone, whatever the check draws after it."""
     if dtype != torch.float16:
         return True  # no overflow to fix
     layer = torch.nn.Linear(2, 1)
@@ -6042,15 +6045,38 @@ def outside_autocast_runs_the_operation_in_float32(dtype) -> bool:
 
 
 def test_r32c_1_outside_autocast_leaves_the_activation_float16(real_claims):
-    replay(real_claims, "how-to/debug-nan-and-wrong-gradients", "run that operation under `torch.autocast(",
-           outside_autocast_runs_the_operation_in_float32, autocast_dtypes(), fails_on="torch.float16")
+    replay(real_claims, "how-to/debug-nan-and-wrong-gradients", "run that operation, and each later one",
+           outside_autocast_runs_the_operation_in_float32, autocast_dtypes(), later_layers(),
+           fails_on="torch.float16")
 
 
-def zeros_when_u_x_does_not_require_grad(setting, first_grad) -> bool:
+def that_operation_alone_outside_autocast_fixes_the_overflow(dtype, later) -> bool:
+    """s33b-1, debug-nan-and-wrong-gradients.md (c2af9da:922): "run that operation under
+    `torch.autocast(device_type, enabled=False)` on inputs cast with `.float()`", read
+    in a model where layers follow it: the overflowing Linear (weights 350) alone outside
+    autocast, on the float16 activation of 100s, and the layers after it as written,
+    give a finite loss. A later Linear under float16 autocast casts 70000 back: inf."""
+    with torch.autocast("cpu", dtype=dtype):
+        h = torch.nn.functional.linear(torch.full((1, 2), 100.0), torch.eye(2))
+        with torch.autocast("cpu", enabled=False):
+            out = torch.nn.functional.linear(h.float(), torch.full((2, 2), 350.0))
+        for operation in LATER_LAYERS[later]():
+            out = operation(out)
+    return bool(out.float().mean().isfinite())
+
+
+def test_s33b_1_a_later_linear_under_autocast_overflows_again(real_claims):
+    replay(real_claims, "how-to/debug-nan-and-wrong-gradients", "run that operation, and each later one",
+           that_operation_alone_outside_autocast_fixes_the_overflow, autocast_dtypes(), later_layers(),
+           fails_on="torch.float16, 'a Linear'")
+
+
+def zeros_when_u_x_does_not_require_grad(setting, first_grad, custom=None) -> bool:
     """r32c-3/4, differentiate-a-network-output-with-respect-to-its-input.md (2c2b508:754):
     "Test `u_x.requires_grad` and use zeros when it is `False`", whatever the first
     grad: a u_x that does not require grad comes with a zero Hessian. A first grad
-    without create_graph=True gives a Tanh MLP's u_x, which does not require grad."""
+    without create_graph=True gives a Tanh MLP's u_x, which does not require grad (read
+    on the MLP, whatever custom Function the check draws beside it)."""
     from torch.func import hessian, vmap
 
     x = setting.inputs.detach().clone().requires_grad_()
@@ -6060,13 +6086,44 @@ def zeros_when_u_x_does_not_require_grad(setting, first_grad) -> bool:
     return u_x.requires_grad or bool((hessians == 0).all())
 
 
+# The page's family of first grads, by its name.
+FIRST_GRADS = labelled(st.sampled_from(["create_graph=True", "create_graph forgotten"]),
+                       "a first grad with create_graph=True, or without it")
+
+
 def test_r32c_3_requires_grad_is_false_too_when_create_graph_was_forgotten(real_claims):
     replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
            "If the first `grad` had `create_graph=True`", zeros_when_u_x_does_not_require_grad,
-           multi_feature_inputs(),
-           labelled(st.sampled_from(["create_graph=True", "create_graph forgotten"]),
-                    "a first grad with create_graph=True, or without it"),
+           multi_feature_inputs(), FIRST_GRADS, custom_backwards(),
            fails_on="create_graph forgotten")
+
+
+def zeros_when_requires_grad_is_false_after_create_graph(setting, first_grad, custom) -> bool:
+    """s33b-6, differentiate-a-network-output-with-respect-to-its-input.md (c2af9da:797):
+    "If the first `grad` had `create_graph=True`, test `u_x.requires_grad` and use zeros
+    when it is `False`", read on the drawn custom Function applied to x: a u_x that does
+    not require grad after create_graph=True comes with u_xx = 0. A backward that leaves
+    autograd (NumPy, a detach, a constant saved in forward) gives one that does not
+    require grad, and u_xx (by differences of u_x) is not 0."""
+    function = CUSTOM_BACKWARDS[custom][0]
+    x = setting.inputs.detach().clone().requires_grad_()
+    u = function.apply(x).sum(-1)
+    (u_x,) = torch.autograd.grad(u, x, torch.ones_like(u), create_graph=first_grad == "create_graph=True")
+    if first_grad != "create_graph=True" or u_x.requires_grad:
+        return True
+
+    def u_x_at(at):
+        with torch.enable_grad():
+            at = at.clone().requires_grad_()
+            return torch.autograd.grad(function.apply(at).sum(), at)[0]
+    return bool(finite_difference_jacobian(u_x_at, x).abs().max() < 1e-6)
+
+
+def test_s33b_6_a_backward_autograd_cannot_differentiate_leaves_u_x_without_grad(real_claims):
+    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
+           "If the first `grad` had `create_graph=True`", zeros_when_requires_grad_is_false_after_create_graph,
+           multi_feature_inputs(), FIRST_GRADS, custom_backwards(),
+           fails_on="'create_graph=True', 'J0, backward calls bessel_j1'")
 
 # -- r32i-6, r32i-7: how-this-site-is-built.md, the words a quote must cover ----------
 

@@ -103,6 +103,19 @@ def test_autocast_dtypes_are_float16_and_bfloat16():
     assert set(families.members(rs.autocast_dtypes(), 12)) == {torch.float16, torch.bfloat16}
 
 
+def test_later_layers_cast_values_past_float16_back_where_a_linear_or_matmul_gets_them():
+    assert set(families.members(rs.later_layers(), 30)) == set(rs.LATER_LAYERS)
+    overflowed = {}
+    for name, build in rs.LATER_LAYERS.items():
+        out = torch.full((1, 2), 70000.0)
+        with torch.autocast("cpu", dtype=torch.float16):
+            for operation in build():
+                out = operation(out)
+        overflowed[name] = bool(out.isinf().any())
+    assert overflowed == {"the loss": False, "a Linear": True, "a matmul": True, "`* 2`, then a Linear": True,
+                          "a GELU, then a Linear": True, "a LayerNorm, then a Linear": False}
+
+
 def test_a_compiled_member_runs_compiled_and_matches_its_eager_module():
     compiled = families.members(rs.compiled_modules(), 2)
     for setting in compiled:
