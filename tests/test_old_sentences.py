@@ -6466,3 +6466,35 @@ def test_r32g_6_linearize_runs_f_twice_in_eval_mode_too(real_claims):
            labelled(st.booleans(), "training or eval() mode"),
            labelled(st.integers(0, 2**16), "seeds of the model, point, u and masks"), fails_on="False")
 
+
+
+# -- s34 audit #23: compute-your-first-jacobian, which BatchNorm makes jacrev raise ----
+
+def jacrev_raises_exactly_with_batchnorm_in_train_mode(setting) -> bool:
+    """#23, compute-your-first-jacobian.md (c2af9da:477): "BatchNorm in train mode, which
+    updates its module's buffers, is the exception: `jacrev` raises." Checked on the
+    default BatchNorm1d alone; with `track_running_stats=False` it runs (and an InstanceNorm
+    that updates its running statistics runs too)."""
+    from train_mode import first_sample
+
+    model, batch = setting.model, setting.inputs.detach()
+    has_batchnorm = any(type(m).__name__.startswith("BatchNorm") for m in model.modules())
+    try:
+        torch.func.jacrev(first_sample(model, batch[1:]))(batch[0])
+    except RuntimeError:
+        return has_batchnorm
+    return not has_batchnorm
+
+
+def test_audit34_23_batchnorm_without_running_statistics_runs_under_jacrev(real_claims):
+    from reader_settings import batch_norm_models
+
+    layers = ("Dropout", "BatchNorm1d", "BatchNorm1d(track_running_stats=False)",
+              "InstanceNorm1d(track_running_stats=True)")
+    replay(real_claims, "tutorial/compute-your-first-jacobian", "One exception: `jacrev` raises on a model",
+           jacrev_raises_exactly_with_batchnorm_in_train_mode,
+           labelled(st.one_of(train_mode_models(layers=layers), batch_norm_models()),
+                    "MLPs with Dropout, BatchNorm1d (with or without running statistics) or "
+                    "InstanceNorm1d(track_running_stats=True); BatchNorm1d on sequences, "
+                    "BatchNorm2d on images; in train mode, then eval mode"),
+           fails_on="BatchNorm1d(track_running_stats=False)")
