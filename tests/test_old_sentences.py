@@ -6498,3 +6498,34 @@ def test_audit34_23_batchnorm_without_running_statistics_runs_under_jacrev(real_
                     "InstanceNorm1d(track_running_stats=True); BatchNorm1d on sequences, "
                     "BatchNorm2d on images; in train mode, then eval mode"),
            fails_on="BatchNorm1d(track_running_stats=False)")
+
+
+# -- s34 audit #39: look-up-the-questions-people-ask, two backward calls pile both -----
+
+def backward_twice_gives_the_first_derivative_twice(g, seed) -> bool:
+    """#39, look-up-the-questions-people-ask.md (c2af9da:1912): "Two calls of
+    `backward(create_graph=True)` instead pile both derivatives into one `.grad`." was
+    checked on x**3 at x = 2, where f' = f'' = 12: a .grad holding the first derivative
+    twice (24) passed too. The check now draws maps and points; this reading must fail."""
+    import warnings
+
+    at = g.point(seed)[0]
+    x = at.clone().requires_grad_()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        g(x).backward(create_graph=True)
+        try:
+            x.grad.backward(create_graph=True)
+        except RuntimeError:
+            return True  # g(x) = x: the next sentence's case
+    return torch.allclose(x.grad, 2 * torch.func.grad(lambda t: g(t).sum())(at))
+
+
+def test_audit34_39_two_backward_calls_are_not_one_derivative_twice(real_claims):
+    from families import elementwise_maps
+
+    replay(real_claims, "reference/look-up-the-questions-people-ask",
+           "Two calls of `backward(create_graph=True)`\ninstead pile both derivatives",
+           backward_twice_gives_the_first_derivative_twice,
+           labelled(elementwise_maps(n=st.just(1)), "elementwise maps g or c * g, at a scalar x"),
+           labelled(SEEDS, "seeds of the point x"), fails_on="(n=1)")
