@@ -108,17 +108,26 @@ def sample_batches() -> st.SearchStrategy[Setting]:
 _TRAIN_LAYERS = {
     "Dropout": lambda width: torch.nn.Dropout(0.5),
     "BatchNorm1d": torch.nn.BatchNorm1d,
+    # Drawn only when asked for by name: norm layers that keep no running statistics,
+    # or keep them without BatchNorm's counter of batches (InstanceNorm, on (N, C, 2)).
+    "BatchNorm1d(track_running_stats=False)":
+        lambda width: torch.nn.BatchNorm1d(width, track_running_stats=False),
+    "InstanceNorm1d(track_running_stats=True)": lambda width: torch.nn.Sequential(
+        torch.nn.Unflatten(1, (width // 2, 2)),
+        torch.nn.InstanceNorm1d(width // 2, track_running_stats=True), torch.nn.Flatten()),
 }
+TRAIN_LAYERS = ("Dropout", "BatchNorm1d")  # what train_mode_models draws unless told
 
 
-def _train_words(layers: tuple[str, ...] = tuple(_TRAIN_LAYERS)) -> str:
+def _train_words(layers: tuple[str, ...] = TRAIN_LAYERS) -> str:
     return f"MLPs with {' or '.join(layers)} in training mode"
 
 
 @named(_train_words)
 @st.composite
-def train_mode_models(draw, layers: tuple[str, ...] = tuple(_TRAIN_LAYERS)) -> Setting:
-    """An MLP with a Dropout or a BatchNorm1d layer, in training mode, and its batch."""
+def train_mode_models(draw, layers: tuple[str, ...] = TRAIN_LAYERS) -> Setting:
+    """An MLP with a Dropout or a BatchNorm1d layer (or, named in ``layers``, any
+    layer of ``_TRAIN_LAYERS``), in training mode, and its batch."""
     layer, batch, features, seed = (draw(st.sampled_from(layers)), draw(BATCH_SIZES),
                                     draw(st.integers(2, 4)), draw(SEEDS))
     model = _mlp(features, _TRAIN_LAYERS[layer](8), seed=seed).train()

@@ -22,9 +22,10 @@ def train_mode_net(seed: int = 0) -> torch.nn.Sequential:
         ).train()
 
 
-def first_sample(net: torch.nn.Module):
-    """x ↦ net's output for x, in a fixed batch of five (BatchNorm needs a batch)."""
-    others = torch.linspace(-1, 1, 8).reshape(4, 2)
+def first_sample(net: torch.nn.Module, others: torch.Tensor | None = None):
+    """x ↦ net's output for x, first in a fixed batch (BatchNorm needs a batch): x
+    then ``others``, by default four rows of two."""
+    others = torch.linspace(-1, 1, 8).reshape(4, 2) if others is None else others
     return lambda x: net(torch.cat([x[None], others]))[0]
 
 

@@ -6624,3 +6624,65 @@ def test_s33a_4_reentrant_checkpoint_refuses_retain_grad_whatever_the_inputs(rea
                     "critics on rows (N, F) or images (B, C, H, W), MLPs with Dropout or BatchNorm1d in "
                     "training mode, compiled MLPs"),
            labelled(st.booleans(), "an input that requires grad or not"), fails_on="True")
+
+# -- s34 audit #23: compute-your-first-jacobian, which BatchNorm makes jacrev raise ----
+
+def jacrev_raises_exactly_with_batchnorm_in_train_mode(setting) -> bool:
+    """#23, compute-your-first-jacobian.md (c2af9da:477): "BatchNorm in train mode, which
+    updates its module's buffers, is the exception: `jacrev` raises." Checked on the
+    default BatchNorm1d alone; with `track_running_stats=False` it runs (and an InstanceNorm
+    that updates its running statistics runs too)."""
+    from train_mode import first_sample
+
+    model, batch = setting.model, setting.inputs.detach()
+    has_batchnorm = any(type(m).__name__.startswith("BatchNorm") for m in model.modules())
+    try:
+        torch.func.jacrev(first_sample(model, batch[1:]))(batch[0])
+    except RuntimeError:
+        return has_batchnorm
+    return not has_batchnorm
+
+
+def test_audit34_23_batchnorm_without_running_statistics_runs_under_jacrev(real_claims):
+    from reader_settings import batch_norm_models
+
+    layers = ("Dropout", "BatchNorm1d", "BatchNorm1d(track_running_stats=False)",
+              "InstanceNorm1d(track_running_stats=True)")
+    replay(real_claims, "tutorial/compute-your-first-jacobian", "One exception: `jacrev` raises on a model",
+           jacrev_raises_exactly_with_batchnorm_in_train_mode,
+           labelled(st.one_of(train_mode_models(layers=layers), batch_norm_models()),
+                    "MLPs with Dropout, BatchNorm1d (with or without running statistics) or "
+                    "InstanceNorm1d(track_running_stats=True); BatchNorm1d on sequences, "
+                    "BatchNorm2d on images; in train mode, then eval mode"),
+           fails_on="BatchNorm1d(track_running_stats=False)")
+
+
+# -- s34 audit #39: look-up-the-questions-people-ask, two backward calls pile both -----
+
+def backward_twice_gives_the_first_derivative_twice(g, seed) -> bool:
+    """#39, look-up-the-questions-people-ask.md (c2af9da:1912): "Two calls of
+    `backward(create_graph=True)` instead pile both derivatives into one `.grad`." was
+    checked on x**3 at x = 2, where f' = f'' = 12: a .grad holding the first derivative
+    twice (24) passed too. The check now draws maps and points; this reading must fail."""
+    import warnings
+
+    at = g.point(seed)[0]
+    x = at.clone().requires_grad_()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        g(x).backward(create_graph=True)
+        try:
+            x.grad.backward(create_graph=True)
+        except RuntimeError:
+            return True  # g(x) = x: the next sentence's case
+    return torch.allclose(x.grad, 2 * torch.func.grad(lambda t: g(t).sum())(at))
+
+
+def test_audit34_39_two_backward_calls_are_not_one_derivative_twice(real_claims):
+    from families import elementwise_maps
+
+    replay(real_claims, "reference/look-up-the-questions-people-ask",
+           "Two calls of `backward(create_graph=True)`\ninstead pile both derivatives",
+           backward_twice_gives_the_first_derivative_twice,
+           labelled(elementwise_maps(n=st.just(1)), "elementwise maps g or c * g, at a scalar x"),
+           labelled(SEEDS, "seeds of the point x"), fails_on="(n=1)")

@@ -79,6 +79,19 @@ def test_a_train_mode_label_names_only_the_layers_it_draws(layers):
         layer for layer in ("Dropout", "BatchNorm") if any(kind.startswith(layer) for kind in drawn)}
 
 
+@pytest.mark.parametrize("layer", [layer for layer in rs._TRAIN_LAYERS if layer not in rs.TRAIN_LAYERS])
+def test_a_layer_drawn_by_name_keeps_running_statistics_as_named(layer):
+    """The norm layers drawn only when named: the type and track_running_stats the name says."""
+    strategy = rs.train_mode_models(layers=(layer,))
+    assert layer in strategy.family_name
+    setting = families.members(strategy, 1)[0]
+    kind, _, flag = layer.partition("(track_running_stats=")
+    [norm] = [module for module in setting.model.modules() if type(module).__name__ == kind]
+    assert setting.kind == layer and setting.model.training
+    assert norm.track_running_stats == (flag == "True)")
+    one_score_per_sample(setting)
+
+
 def test_batch_norm_models_hold_rows_and_image_batches():
     assert member(rs.batch_norm_models(), lambda s: s.kind == "BatchNorm1d")
     assert member(rs.batch_norm_models(), lambda s: s.kind == "BatchNorm2d")
