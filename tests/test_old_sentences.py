@@ -6466,3 +6466,24 @@ def test_r32g_6_linearize_runs_f_twice_in_eval_mode_too(real_claims):
            labelled(st.booleans(), "training or eval() mode"),
            labelled(st.integers(0, 2**16), "seeds of the model, point, u and masks"), fails_on="False")
 
+
+# -- s33c-3: handle-operations...md, gradgradcheck passes J0 where J1 turns --
+
+def gradgradcheck_catches_the_j0_function(values, seed) -> bool:
+    """s33c-3, handle-operations...md (c2af9da:929-931): "run it, on float64 inputs that
+    require grad, before you differentiate a Function twice", read as: it catches BesselJ0
+    at any such input, as a reader calls it (its own random grad_outputs; the check's
+    ``seed`` is not used). Where J1' = 0 (x = 1.8411837813406593) it passes."""
+    x = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        return not torch.autograd.gradgradcheck(BesselJ0.apply, (x,), raise_exception=False)
+
+
+def test_s33c_3_gradgradcheck_passes_j0_where_j1_turns(real_claims):
+    from custom_backwards import backward_points, grad_outputs
+
+    replay(real_claims, "how-to/handle-operations-with-no-useful-derivative", "run it at a few random float64 inputs",
+           gradgradcheck_catches_the_j0_function, backward_points(vanishing=True), grad_outputs(),
+           fails_on="1.84118")
+
