@@ -190,11 +190,48 @@ def gradgradcheck_against_what_it_misses(function, values, seed):
     return torch.autograd.gradgradcheck(function.apply, (x,), (v,), raise_exception=False), float(ratio)
 
 
-@named("points of 1 to 4 entries in [-30, 30], with 0, subnormals and |x| < 1e-8 among them")
+def gradgradcheck_within_its_tolerance(function, values, seed, differentiable: bool, outcomes: set) -> bool:
+    """gradgradcheck passes a recorded backward. On one that misses terms it fails where
+    a missed term is over twice its tolerance (atol + rtol |true term|), and passes where
+    every one is under half of it; ``outcomes`` collects which of the two were drawn."""
+    passes, missed = gradgradcheck_against_what_it_misses(function, values, seed)
+    if differentiable:
+        return passes and missed < 1e-2
+    if missed > 2:
+        outcomes.add("caught")
+        return not passes
+    if missed < 0.5:
+        outcomes.add("passed, missing small terms")
+        return passes
+    return True
+
+
+# torch's bessel_j0 and bessel_j1 switch formulas at |x| = 5 (ATen/native/Math.h, x <= 5)
+# and jump there by about 4e-7: finite differences with gradcheck's step, 1e-6, across the
+# jump are off by about 0.2, so gradcheck and gradgradcheck fail there on a right backward.
+BESSEL_JUMPS = (-5.0, 5.0)
+
+
+def off_the_bessel_jumps(value: float) -> bool:
+    """Farther than gradcheck's step (1e-6) from where torch's J0 and J1 jump."""
+    return all(abs(value - jump) >= 1e-6 for jump in BESSEL_JUMPS)
+
+
+@named("points of 1 to 4 entries in [-30, 30], with 0, subnormals and |x| < 1e-8 among them "
+       "(none within 1e-6 of ±5, where torch's J0 and J1 jump)")
 def points_through_0() -> st.SearchStrategy[list[float]]:
     """Where a formula with x in a denominator (J1' = J0 - J1/x) needs its limit."""
-    return st.lists(st.one_of(st.just(0.0), st.floats(-1e-8, 1e-8), st.floats(-30.0, 30.0)),
+    return st.lists(st.one_of(st.just(0.0), st.floats(-1e-8, 1e-8),
+                              st.floats(-30.0, 30.0).filter(off_the_bessel_jumps)),
                     min_size=1, max_size=4)
+
+
+@named("points of 0 to 3 entries in [-30, 30] and one within 1e-6 of 5 or -5")
+def points_at_a_bessel_jump() -> st.SearchStrategy[list[float]]:
+    """Where torch's J0 and J1 jump: one entry within gradcheck's step of ±5."""
+    return st.builds(lambda others, jump, offset: [*others, jump + offset],
+                     st.lists(st.floats(-30.0, 30.0).filter(off_the_bessel_jumps), max_size=3),
+                     st.sampled_from(BESSEL_JUMPS), st.floats(-0.99e-6, 0.99e-6))
 
 
 def cube_whose_backward_calls(factor: float) -> type[torch.autograd.Function]:

@@ -5719,7 +5719,7 @@ def the_function_alone_raises_element_0(name, values, around, other_terms) -> bo
 def test_n28c_1_a_map_before_the_function_is_not_the_function_alone(real_claims):
     from custom_backwards import around_the_function, backward_points, custom_backwards
 
-    replay(real_claims, CUSTOM_FUNCTION_PAGE, "or raises an error that may not name the cause",
+    replay(real_claims, CUSTOM_FUNCTION_PAGE, "or raise an error that may not name the cause",
            the_function_alone_raises_element_0, custom_backwards(), backward_points(),
            around_the_function(), losses_with_linear_terms(), fails_on="-> Function -> sum")
 
@@ -5773,7 +5773,8 @@ def test_n29h_1_2_the_silent_loss_is_not_stopped_by_once_differentiable(real_cla
 
     replay(real_claims, CUSTOM_FUNCTION_PAGE, "Depending on the rest of the graph",
            no_silent_loss_with_once_differentiable_or_a_trained_layer, custom_backwards(),
-           backward_points(), around_the_function(), losses_with_linear_terms(), fails_on="-> Function")
+           backward_points(vanishing=True), around_the_function(), losses_with_linear_terms(),
+           fails_on="-> Function")
 
 
 # -- r32f-1: stop-gradients.md, a NumPy write into a detached tensor is not counted --------
@@ -6686,3 +6687,61 @@ def test_audit34_39_two_backward_calls_are_not_one_derivative_twice(real_claims)
            backward_twice_gives_the_first_derivative_twice,
            labelled(elementwise_maps(n=st.just(1)), "elementwise maps g or c * g, at a scalar x"),
            labelled(SEEDS, "seeds of the point x"), fails_on="(n=1)")
+
+# -- s33c-3: handle-operations...md, gradgradcheck passes J0 where J1 turns --
+
+def gradgradcheck_catches_the_j0_function(values, seed) -> bool:
+    """s33c-3, handle-operations...md (c2af9da:929-931): "run it, on float64 inputs that
+    require grad, before you differentiate a Function twice", read as: it catches BesselJ0
+    at any such input, as a reader calls it (its own random grad_outputs; the check's
+    ``seed`` is not used). Where J1' = 0 (x = 1.8411837813406593) it passes."""
+    x = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        return not torch.autograd.gradgradcheck(BesselJ0.apply, (x,), raise_exception=False)
+
+
+def test_s33c_3_gradgradcheck_passes_j0_where_j1_turns(real_claims):
+    from custom_backwards import backward_points, grad_outputs
+
+    replay(real_claims, "how-to/handle-operations-with-no-useful-derivative", "run it at a few random float64 inputs",
+           gradgradcheck_catches_the_j0_function, backward_points(vanishing=True), grad_outputs(),
+           fails_on="1.84118")
+
+
+# -- write-a-custom-autograd-function.md: the second pass is right where the missed terms vanish --
+
+def second_pass_is_wrong_or_raises(name, values, around, other_terms) -> bool:
+    """write-a-custom-autograd-function.md (c2af9da:636-638): "Depending on the rest of the
+    graph, the second pass then gives wrong or missing gradients silently, or raises": a
+    second autograd.grad through a backward that reads a constant raises, or gives x's
+    second derivative wrong. Where the missed terms vanish (a detached sigmoid's at 0,
+    sin's saved cos(x) at pi) it can run and be right."""
+    from custom_backwards import CUSTOM_BACKWARDS
+
+    function, differentiable = CUSTOM_BACKWARDS[name]
+    if differentiable:
+        return True
+    at = torch.tensor(values, dtype=torch.float64)
+
+    def first(point, create_graph=False):
+        leaf = point.clone().requires_grad_()
+        loss = around.loss(function.apply, leaf) + other_terms(leaf)
+        return leaf, torch.autograd.grad(loss, leaf, create_graph=create_graph)[0]
+
+    leaf, slope = first(at, create_graph=True)
+    try:
+        (second,) = torch.autograd.grad(slope.sum(), leaf)
+    except RuntimeError:
+        return True
+    h = 1e-5
+    true = (first(at + h)[1] - first(at - h)[1]) / (2 * h)
+    return not torch.allclose(second, true, rtol=1e-4, atol=1e-6)
+
+
+def test_second_pass_right_where_the_missed_terms_vanish(real_claims):
+    from custom_backwards import around_the_function, backward_points, custom_backwards
+
+    replay(real_claims, CUSTOM_FUNCTION_PAGE, "Depending on the rest of the graph, the second pass can then give",
+           second_pass_is_wrong_or_raises, custom_backwards(), backward_points(vanishing=True),
+           around_the_function(), losses_with_linear_terms(), fails_on="[0.0], x -> Function")
