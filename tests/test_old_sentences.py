@@ -6112,12 +6112,47 @@ def grad_refuses_any_captured_change(change) -> bool:
     return error is not None
 
 
+GRAD_REFUSES_QUOTE = "`grad` refuses an in-place method such as `c.add_(1)`"
+
+
 def test_r32d_1_2_grad_runs_the_batch_norm_kernels_update(real_claims):
     from batchnorm_under_vmap import in_place_changes
 
     replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points",
-           "`grad` refuses an in-place operation on a captured tensor", grad_refuses_any_captured_change,
-           in_place_changes, fails_on="num_batches_tracked None")
+           GRAD_REFUSES_QUOTE, grad_refuses_any_captured_change, in_place_changes,
+           fails_on="num_batches_tracked None")
+
+
+# -- s33b-3: grad and the derivative transforms let a write through out= run ---------
+
+def refused_unless_in_the_batch_norm_kernel(change, transform="grad") -> bool:
+    """s33b-3 I/C, differentiate-elementwise-functions-at-many-points.md (c2af9da:1025-1027):
+    "`grad` refuses an in-place operation on a captured tensor, such as `c.add_(1)`,
+    though not the update of running statistics inside the batch-norm kernel"; and
+    get-a-full-jacobian-or-hessian.md (c2af9da:586-588): "The derivative transforms of
+    `torch.func` (...) refuse functions that call an in-place operation on a captured
+    tensor", the kernel's update excepted by the sentences after it. Both families held
+    no write through out=, which these transforms run (torch.add(c, 1, out=c))."""
+    from batchnorm_under_vmap import IN_KERNEL, run_captured_change
+
+    if transform == "vmap":  # the Jacobian page's vmap sentence, unchanged
+        return True
+    error, _ = run_captured_change(change, transform)
+    return (error is not None) != (change in IN_KERNEL)
+
+
+def test_s33b_3_grad_runs_a_write_through_out(real_claims):
+    from batchnorm_under_vmap import in_place_changes
+
+    replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points", GRAD_REFUSES_QUOTE,
+           refused_unless_in_the_batch_norm_kernel, in_place_changes, fails_on="out=b")
+
+
+def test_s33b_3_the_derivative_transforms_run_a_write_through_out(real_claims):
+    from batchnorm_under_vmap import func_transforms, in_place_changes
+
+    replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "The derivative transforms of `torch.func`",
+           refused_unless_in_the_batch_norm_kernel, in_place_changes, func_transforms, fails_on="out=b")
 
 
 # -- r32d-4: differentiate-elementwise-functions-at-many-points.md, the ones seed's 1^T J --
