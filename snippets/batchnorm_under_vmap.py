@@ -188,12 +188,14 @@ def row_none_jacobians_raise_unless_untracked_images(setting: BatchNormSetting) 
 # -- In-place changes of a captured tensor under torch.func ---------------------------
 # get-a-full-jacobian-or-hessian.md and differentiate-elementwise-functions-at-many-points.md
 # draw these: the transforms refuse every change but the batch-norm kernel's own update
-# of running statistics, and vmap refuses exactly the per-sample writes.
+# of running statistics and a write through out= of a value that does not require grad,
+# and vmap refuses exactly the per-sample writes.
 
 # Each change of a captured tensor b (or of a captured norm layer's running statistics,
 # layers[name] in training mode) made by f(t); PER_SAMPLE: those whose written value
 # depends on t, i.e. is batched under vmap; IN_KERNEL: updates made inside the
-# batch-norm kernel, which only vmap refuses.
+# batch-norm kernel, which only vmap refuses; OUT_WRITES: writes through out=, which
+# the derivative transforms run too.
 IN_PLACE = {"add_": lambda b, t, layer: b.add_(1.0), "mul_": lambda b, t, layer: b.mul_(2.0),
             "zero_": lambda b, t, layer: b.zero_(),
             "item assignment": lambda b, t, layer: b.__setitem__(0, 5.0),
@@ -210,12 +212,17 @@ IN_PLACE = {"add_": lambda b, t, layer: b.add_(1.0), "mul_": lambda b, t, layer:
             "InstanceNorm1d(track_running_stats=True) in training mode":
                 lambda b, t, layer: layer["InstanceNorm1d"](torch.stack([t, 2 * t], -1)[None]),
             "F.batch_norm(x, b, var, training=True)": lambda b, t, layer: torch.nn.functional.batch_norm(
-                torch.stack([t, 2 * t]), b, torch.ones(3), training=True)}
+                torch.stack([t, 2 * t]), b, torch.ones(3), training=True),
+            "torch.add(b, 1, out=b)": lambda b, t, layer: torch.add(b, 1.0, out=b),
+            "torch.cumsum(ones, 0, out=b)": lambda b, t, layer: torch.cumsum(torch.ones(3), 0, out=b),
+            "torch.add(t.detach(), 1, out=b)": lambda b, t, layer: torch.add(t.detach(), 1.0, out=b)}
 IN_KERNEL = {"BatchNorm1d with num_batches_tracked None",
              "InstanceNorm1d(track_running_stats=True) in training mode",
              "F.batch_norm(x, b, var, training=True)"}
+OUT_WRITES = {"torch.add(b, 1, out=b)", "torch.cumsum(ones, 0, out=b)", "torch.add(t.detach(), 1, out=b)"}
 PER_SAMPLE = {"copy_", "copy_ of a detached value", "add_(t)", "add_(t.detach())", "mul_(t)",
-              "item assignment of t[0]", "BatchNorm1d in training mode"} | IN_KERNEL
+              "item assignment of t[0]", "BatchNorm1d in training mode",
+              "torch.add(t.detach(), 1, out=b)"} | IN_KERNEL
 in_place_changes = labelled(st.sampled_from(sorted(IN_PLACE)), "in-place changes of a captured tensor")
 # Each transform the sentence names, run as a reader calls it on a changing f.
 _ones = torch.ones(3)
@@ -257,22 +264,24 @@ def run_captured_change(change: str, transform: str) -> tuple[RuntimeError | Non
 def captured_change_refused_unless_vmap(change: str, transform: str) -> bool:
     """``run_captured_change``: vmap refuses exactly the per-sample writes; grad, vjp,
     jvp, jacrev, jacfwd and hessian refuse every change but the running-statistics
-    update made inside the batch-norm kernel, which runs and changes the statistics
-    silently."""
+    update made inside the batch-norm kernel and the writes through out=, which run
+    and change the statistics or the tensor silently."""
     error, changed = run_captured_change(change, transform)
+    runs = IN_KERNEL | OUT_WRITES  # what the derivative transforms let through
     if error is not None:
         expected = (("inplace arithmetic", "doesn't match the broadcast shape",
-                     "Batch norm got a batched tensor") if transform == "vmap"
+                     "Batch norm got a batched tensor", "Batching rule not implemented for aten::add.out")
+                    if transform == "vmap"
                     else ("that would mutate a captured Tensor",))
         assert any(words in str(error) for words in expected), (change, transform, str(error)[:80])
         if change == "BatchNorm1d in training mode" and transform != "vmap":
             assert "(aten::add_.Tensor)" in str(error), str(error)  # num_batches_tracked.add_(1)
         # vmap refuses exactly the changes that write a per-sample (batched) value;
-        # the others refuse every change but those inside the batch-norm kernel
-        return change in PER_SAMPLE if transform == "vmap" else change not in IN_KERNEL
-    if change in IN_KERNEL:  # ran: the running statistics changed, silently
-        assert changed, (change, transform, "the running statistics did not change")
-        return transform != "vmap"
+        # the others refuse every change but those inside the batch-norm kernel and out=
+        return change in PER_SAMPLE if transform == "vmap" else change not in runs
+    if change in runs:  # ran: the running statistics or the tensor changed, silently
+        assert changed, (change, transform, "the running statistics or the tensor did not change")
+        return transform != "vmap" or change not in PER_SAMPLE
     return transform == "vmap" and change not in PER_SAMPLE
 
 def main() -> None:

@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "snippets"))
 from custom_backwards import CUSTOM_BACKWARDS, BesselJ0, SinFromInput, custom_backwards  # noqa: E402
+from custom_second_pass import custom_behaviours, custom_forms, custom_function, second_pass_of  # noqa: E402
 from families import (  # noqa: E402
     SEEDS,
     SIZES,
@@ -2682,75 +2683,25 @@ def test_s6_r5_jvp_and_hessian_need_what_jacfwd_needs(real_claims):
            labelled(st.booleans(), "with or without a jvp static method"), fails_on="")
 
 
-def second_pass_raises_exactly_when_saved_for_backward(name) -> bool:
+def second_pass_raises_exactly_when_saved_for_backward(name, form) -> bool:
     """R6/R7, misconceptions.md: "raises exactly when some operation in the graph saved
     a tensor through autograd's saved-tensor mechanism: ... or `ctx.save_for_backward`
     in a custom Function". A Function that saves and never reads runs twice."""
-    class SavesForBackward(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x**2
-
-        @staticmethod
-        def backward(ctx, grad):
-            (x,) = ctx.saved_tensors
-            return 2 * x * grad
-
-    class SavesButNeverReads(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return 2 * x
-
-        @staticmethod
-        def backward(ctx, grad):
-            return 2 * grad
-
-    class KeepsAnAttribute(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.x = x.detach()
-            return x**2
-
-        @staticmethod
-        def backward(ctx, grad):
-            return 2 * ctx.x * grad
-
-    class SavesNothingButReads(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x + 1
-
-        @staticmethod
-        def backward(ctx, grad):
-            assert ctx.saved_tensors == ()
-            return grad
-
-    function = {"saves and reads": SavesForBackward, "saves, never reads": SavesButNeverReads,
-                "keeps an attribute": KeepsAnAttribute, "saves nothing, reads": SavesNothingButReads}[name]
-    out = function.apply(torch.tensor([1., 2.], requires_grad=True)).sum()
-    out.backward()
-    try:
-        out.backward()
-    except RuntimeError:
-        raised = True
-    else:
-        raised = False
-    return raised == (name in OLD_SENTENCE_RAISES_FOR)
+    outcome, _ = second_pass_of(custom_function(name, form))
+    return (outcome == "raises") == (name in OLD_SENTENCE_RAISES_FOR)
 
 
 # R6/R7's sentence judged the three Functions of its time; the fourth, added in s25
 # (B2), raises, and is counted so here: R6's replay fails on saving without reading.
+# The page's check draws each in three forms (forward(ctx, x), setup_context, and
+# setup_context with once_differentiable, s34 #35).
 OLD_SENTENCE_RAISES_FOR = ("saves and reads", "saves, never reads", "saves nothing, reads")
-S25_FUNCTIONS = labelled(st.sampled_from(["keeps an attribute", "saves and reads", "saves nothing, reads",
-                                          "saves, never reads"]),
-                         "Functions that save and read, save only, keep an attribute, read without saving")
+CUSTOM_FUNCTIONS = (custom_behaviours, custom_forms)
 
 
 def test_s6_r6_saving_without_reading_does_not_raise(real_claims):
     replay(real_claims, "reference/misconceptions", "For a custom Function, that is when its `backward` reads",
-           second_pass_raises_exactly_when_saved_for_backward, S25_FUNCTIONS,
+           second_pass_raises_exactly_when_saved_for_backward, *CUSTOM_FUNCTIONS,
            fails_on="saves, never reads")
 
 
@@ -4990,7 +4941,7 @@ def test_s23_refb_b4_an_in_place_edit_under_no_grad_keeps_its_grad_fn(real_claim
 
 # -- s25 refB B2: a node that reads an empty list of saved tensors raises too ---------
 
-def second_pass_raises_exactly_when_a_saved_tensor_is_read(name) -> bool:
+def second_pass_raises_exactly_when_a_saved_tensor_is_read(name, form) -> bool:
     """s25 B2, misconceptions.md (s24 wording): "raises exactly when the second pass
     reads a tensor saved through autograd's saved-tensor mechanism": only the Function
     that saved a tensor and reads it raises. One that saved nothing and reads
@@ -4998,14 +4949,14 @@ def second_pass_raises_exactly_when_a_saved_tensor_is_read(name) -> bool:
     global OLD_SENTENCE_RAISES_FOR
     before, OLD_SENTENCE_RAISES_FOR = OLD_SENTENCE_RAISES_FOR, ("saves and reads",)
     try:
-        return second_pass_raises_exactly_when_saved_for_backward(name)
+        return second_pass_raises_exactly_when_saved_for_backward(name, form)
     finally:
         OLD_SENTENCE_RAISES_FOR = before
 
 
 def test_s25_b2_a_function_reading_an_empty_list_raises(real_claims):
     replay(real_claims, "reference/misconceptions", "For a custom Function, that is when its `backward` reads",
-           second_pass_raises_exactly_when_a_saved_tensor_is_read, S25_FUNCTIONS,
+           second_pass_raises_exactly_when_a_saved_tensor_is_read, *CUSTOM_FUNCTIONS,
            fails_on="saves nothing, reads")
 
 
@@ -6171,12 +6122,47 @@ def grad_refuses_any_captured_change(change) -> bool:
     return error is not None
 
 
+GRAD_REFUSES_QUOTE = "`grad` refuses an in-place method such as `c.add_(1)`"
+
+
 def test_r32d_1_2_grad_runs_the_batch_norm_kernels_update(real_claims):
     from batchnorm_under_vmap import in_place_changes
 
     replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points",
-           "`grad` refuses an in-place operation on a captured tensor", grad_refuses_any_captured_change,
-           in_place_changes, fails_on="num_batches_tracked None")
+           GRAD_REFUSES_QUOTE, grad_refuses_any_captured_change, in_place_changes,
+           fails_on="num_batches_tracked None")
+
+
+# -- s33b-3: grad and the derivative transforms let a write through out= run ---------
+
+def refused_unless_in_the_batch_norm_kernel(change, transform="grad") -> bool:
+    """s33b-3 I/C, differentiate-elementwise-functions-at-many-points.md (c2af9da:1025-1027):
+    "`grad` refuses an in-place operation on a captured tensor, such as `c.add_(1)`,
+    though not the update of running statistics inside the batch-norm kernel"; and
+    get-a-full-jacobian-or-hessian.md (c2af9da:586-588): "The derivative transforms of
+    `torch.func` (...) refuse functions that call an in-place operation on a captured
+    tensor", the kernel's update excepted by the sentences after it. Both families held
+    no write through out=, which these transforms run (torch.add(c, 1, out=c))."""
+    from batchnorm_under_vmap import IN_KERNEL, run_captured_change
+
+    if transform == "vmap":  # the Jacobian page's vmap sentence, unchanged
+        return True
+    error, _ = run_captured_change(change, transform)
+    return (error is not None) != (change in IN_KERNEL)
+
+
+def test_s33b_3_grad_runs_a_write_through_out(real_claims):
+    from batchnorm_under_vmap import in_place_changes
+
+    replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points", GRAD_REFUSES_QUOTE,
+           refused_unless_in_the_batch_norm_kernel, in_place_changes, fails_on="out=b")
+
+
+def test_s33b_3_the_derivative_transforms_run_a_write_through_out(real_claims):
+    from batchnorm_under_vmap import func_transforms, in_place_changes
+
+    replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "The derivative transforms of `torch.func`",
+           refused_unless_in_the_batch_norm_kernel, in_place_changes, func_transforms, fails_on="out=b")
 
 
 # -- r32d-4: differentiate-elementwise-functions-at-many-points.md, the ones seed's 1^T J --
