@@ -47,7 +47,7 @@ def u_u_x_and_hessian_in_one_call(net, samples):
 def one_mask_distance(net, samples, u, u_x, hessian=None) -> torch.Tensor:
     """Per sample, the distance from ``(u, u_x)`` (and ``hessian``, if given) to the
     nearest such tuple that one mask gives (0 when one mask made them all), for a
-    ``with_dropout`` net with one output. ``u=None`` leaves ``u`` out."""
+    ``with_dropout`` net with one output. ``u=None`` or ``u_x=None`` leaves it out."""
     first, last = net[0], net[-1]
     hidden = torch.tanh(first(samples)).detach()                       # (N, H)
     masks = torch.cartesian_prod(*[torch.tensor([0.0, 2.0], dtype=hidden.dtype)]
@@ -56,18 +56,14 @@ def one_mask_distance(net, samples, u, u_x, hessian=None) -> torch.Tensor:
     one_u = torch.einsum("mh,nh,h->nm", masks, hidden, w2) + last.bias.detach()
     one_u_x = torch.einsum("mh,nh,h,hf->nmf", masks, 1 - hidden ** 2, w2,
                            first.weight.detach())                      # (N, M, F)
-    n, m = len(samples), len(masks)
-    pairs = [one_u[..., None], one_u_x]
-    got = [None if u is None else u.detach().reshape(n, 1),
-           u_x.detach().reshape(n, -1)]
+    given = [(one_u, u), (one_u_x, u_x)]
     if hessian is not None:
         # d2u/ds_a ds_b = sum_h w2_h m_h tanh''(z_h) W1_ha W1_hb
         curvature = -2 * hidden * (1 - hidden ** 2)
         W1 = first.weight.detach()
         one_H = torch.einsum("mh,nh,h,ha,hb->nmab", masks, curvature, w2, W1, W1)
-        pairs.append(one_H.reshape(n, m, -1))
-        got.append(hessian.detach().reshape(n, -1))
-    if u is None:
-        pairs, got = pairs[1:], got[1:]
-    pairs, got = torch.cat(pairs, dim=-1), torch.cat(got, dim=-1)
+        given.append((one_H, hessian))
+    n, m = len(samples), len(masks)
+    pairs = torch.cat([one.reshape(n, m, -1) for one, got in given if got is not None], dim=-1)
+    got = torch.cat([got.detach().reshape(n, -1) for _, got in given if got is not None], dim=-1)
     return (pairs - got[:, None]).norm(dim=-1).min(dim=1).values

@@ -6077,6 +6077,23 @@ def test_s33b_6_a_backward_autograd_cannot_differentiate_leaves_u_x_without_grad
            multi_feature_inputs(), FIRST_GRADS, custom_backwards(),
            fails_on="'create_graph=True', 'J0, backward calls bessel_j1'")
 
+
+def vmap_hessian_of_the_pages_network_returns_zeros(setting) -> bool:
+    """s34 audit #5, differentiate-a-network-output-with-respect-to-its-input.md
+    (c2af9da:797 and 838-839): "or use `vmap(hessian(...))`, which returns the zeros
+    itself", and "`vmap(hessian(net))` gives the zeros to compare with", with `net`
+    the page's Tanh MLP: its u_xx is not 0."""
+    from torch.func import hessian, vmap
+
+    model = setting.model
+    return bool((vmap(hessian(lambda row: model(row[None]).sum()))(setting.inputs.detach()) == 0).all())
+
+
+def test_s34_5_vmap_hessian_returns_zeros_for_a_network_linear_in_x_only(real_claims):
+    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
+           "or take $u_{xx}$ from `vmap(hessian(...))`", vmap_hessian_of_the_pages_network_returns_zeros,
+           multi_feature_inputs(), fails_on="tanh MLP")
+
 # -- r32i-6, r32i-7: how-this-site-is-built.md, the words a quote must cover ----------
 
 def every_word_outside_the_quotes_leaves_it_partly(scopes, gap) -> bool:
