@@ -2378,9 +2378,10 @@ def disable_inside_fixes_whatever_is_around_it(g, seed, around) -> bool:
 def test_s12_refA_r4_disable_fixes_only_linear_work_around_the_call(real_claims):
     from compiled_double_backward import around_the_call, curved_sums, point_seeds
 
+    # the first member drawn that breaks it is now a learnable scale (s33c-1), work around the call too
     replay(real_claims, "reference/error-messages", "**Fix:** take the derivatives that are differentiated",
            disable_inside_fixes_whatever_is_around_it, curved_sums(), point_seeds(),
-           around_the_call(), fails_on="E(2 * t)")
+           around_the_call(), fails_on="nn.Parameter w * E(t)")
 
 
 def retain_graph_in_the_loop_gives_stale_gradients_or_raises(w0, steps) -> bool:
@@ -5978,24 +5979,33 @@ def one_grad_per_order_without_create_graph(g, seed, order, _dropped) -> bool:
     """r32h-5, error-messages.md (2c2b508:1072): "For derivatives of any order, ask
     torch.autograd.grad for each one", done as written: the second call raises
     "element 0 of tensors does not require grad"."""
+    return every_call_returns(g, seed, order, lambda k: False)
+
+
+def every_call_returns(g, seed, order, create_graph) -> bool:
+    """Whether one torch.autograd.grad per order, call k with create_graph(k), returns
+    every derivative of g up to order (at g's point from seed)."""
     at = g.point(seed).requires_grad_(True)
     current = g(at)
     try:
-        for _ in range(order):
-            (current,) = torch.autograd.grad(current.sum(), at)
+        for k in range(order):
+            (current,) = torch.autograd.grad(current.sum(), at, create_graph=create_graph(k))
     except RuntimeError:
         return False
     return True
 
 
-def test_r32h_5_one_grad_per_order_needs_create_graph(real_claims):
+def one_grad_per_order_families():
+    """What error-messages.md's check of "For second and higher derivatives" draws."""
     from compiled_double_backward import curved_sums, point_seeds
 
-    replay(real_claims, "reference/error-messages", "For derivatives of any order",
-           one_grad_per_order_without_create_graph, curved_sums(), point_seeds(),
-           labelled(st.integers(2, 4), "orders 2 to 4"),
-           labelled(st.integers(0, 2), "the call before the last without it (0 to 2, modulo order - 1)"),
-           fails_on="summed")
+    return (curved_sums(turning_constant=True), point_seeds(), labelled(st.integers(2, 4), "orders 2 to 4"),
+            labelled(st.integers(0, 2), "the call before the last without it (0 to 2, modulo order - 1)"))
+
+
+def test_r32h_5_one_grad_per_order_needs_create_graph(real_claims):
+    replay(real_claims, "reference/error-messages", "For second and higher derivatives",
+           one_grad_per_order_without_create_graph, *one_grad_per_order_families(), fails_on="summed")
 
 # -- r32a-2: get-gradients-of-intermediate-tensors.md, a .to() that keeps dtype and device --
 
@@ -6465,4 +6475,48 @@ def test_r32g_6_linearize_runs_f_twice_in_eval_mode_too(real_claims):
                     "running statistics), or Conv2d, BatchNorm2d and Dropout"),
            labelled(st.booleans(), "training or eval() mode"),
            labelled(st.integers(0, 2**16), "seeds of the model, point, u and masks"), fails_on="False")
+
+
+
+# -- s33c-1: error-messages.md, torch.compiler.disable with a learnable scale -------------
+
+def disable_inside_fixes_any_scale_of_the_result(g, seed, around) -> bool:
+    """s33c-1, error-messages.md (c2af9da:2900-2904): "let the compiled code only scale
+    the call's result or add such results", read with a scale that requires grad (an
+    nn.Parameter, a learnable temperature or loss weight): the second derivative would
+    go through. It raises the double-backward error."""
+    from compiled_double_backward import AROUND, second_grad_through_compile
+
+    if around not in ("2 * E(t)", "E(t) - E(t) / 3", "buffer w * E(t)", "nn.Parameter w * E(t)"):
+        return True
+    make, _on_results, weights = AROUND[around]
+    at = g.point(seed).requires_grad_(True)
+    wrt = [at, *weights(at.numel())]
+    inside = second_grad_through_compile(make(torch.compiler.disable(g)), at, wrt=wrt)
+    true = second_grad_through_compile(make(g), at, compiled=False, wrt=wrt)
+    return isinstance(inside, torch.Tensor) and torch.allclose(inside, true)
+
+
+def test_s33c_1_a_learnable_scale_of_the_result_raises(real_claims):
+    from compiled_double_backward import around_the_call, curved_sums, point_seeds
+
+    replay(real_claims, "reference/error-messages", "**Fix:** take the derivatives that are differentiated",
+           disable_inside_fixes_any_scale_of_the_result, curved_sums(), point_seeds(),
+           around_the_call(), fails_on="nn.Parameter w * E(t)")
+
+
+# -- s33c-2: error-messages.md, one grad per order once a derivative is constant ----------
+
+def one_grad_per_order_runs_for_any_order(g, seed, order, _dropped) -> bool:
+    """s33c-2, error-messages.md (c2af9da:1078-1079): "For derivatives of any order, ask
+    torch.autograd.grad for each one, with create_graph=True on every call but the
+    last": every call would return. Once a derivative is a constant with no grad_fn
+    (t * t * t's third, x**2's third) or only its weight's (a Linear layer's first), the
+    next call raises."""
+    return every_call_returns(g, seed, order, lambda k: k < order - 1)
+
+
+def test_s33c_2_one_grad_per_order_raises_after_a_constant_derivative(real_claims):
+    replay(real_claims, "reference/error-messages", "For second and higher derivatives",
+           one_grad_per_order_runs_for_any_order, *one_grad_per_order_families(), fails_on="x**2 summed (n=2), 0, 4")
 
