@@ -5222,19 +5222,12 @@ def strict_raises_where_only_linear_maps_surround(g, built, bypass, around) -> b
     strict=True raises."""
     from torch.autograd import functional
 
-    class DetachedSaved(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, t):
-            ctx.save_for_backward(t)
-            return g(t)
+    def slope_of_a_detached_input(t, grad):
+        with torch.enable_grad():
+            at = t.detach().requires_grad_()
+            return grad * torch.autograd.grad(g(at), at, torch.ones_like(at))[0]
 
-        @staticmethod
-        def backward(ctx, grad):
-            (t,) = ctx.saved_tensors
-            with torch.enable_grad():
-                at = t.detach().requires_grad_()
-                return grad * torch.autograd.grad(g(at), at, torch.ones_like(at))[0]
-
+    DetachedSaved = function_saving_its_input(g, slope_of_a_detached_input)
     if built != "PyTorch on detached saved tensors" or bypass or around not in ("sum", "mean", "relu", "relu before"):
         return True
     before, after = (torch.relu, torch.relu) if around.startswith("relu") else ((lambda t: t), (lambda t: t))
@@ -5246,6 +5239,24 @@ def strict_raises_where_only_linear_maps_surround(g, built, bypass, around) -> b
     except RuntimeError:
         return not around.startswith("relu")
     return around.startswith("relu")
+
+
+def function_saving_its_input(g, backward, once=False) -> type[torch.autograd.Function]:
+    """A Function computing g that saves its input t, its backward ``backward(t, grad)``
+    (with ``once``, marked @once_differentiable)."""
+    from torch.autograd.function import once_differentiable
+
+    class SavingItsInput(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            ctx.save_for_backward(t)
+            return g(t)
+
+    def on_saved(ctx, grad):
+        return backward(ctx.saved_tensors[0], grad)
+
+    SavingItsInput.backward = staticmethod(once_differentiable(on_saved) if once else on_saved)
+    return SavingItsInput
 
 
 # What the page's check of its custom-Function passage draws (as the page builds them).
@@ -6519,4 +6530,37 @@ def one_grad_per_order_runs_for_any_order(g, seed, order, _dropped) -> bool:
 def test_s33c_2_one_grad_per_order_raises_after_a_constant_derivative(real_claims):
     replay(real_claims, "reference/error-messages", "For second and higher derivatives",
            one_grad_per_order_runs_for_any_order, *one_grad_per_order_families(), fails_on="x**2 summed (n=2), 0, 4")
+
+
+# -- s33 (integrator's note): differentiation-apis.md, gradgradcheck on a cut backward ------
+
+def gradgradcheck_fails_for_every_cut_backward(g, built, where, seed) -> bool:
+    """differentiation-apis.md (c2af9da:2040-2043): gradgradcheck "fails for a `backward`
+    that cuts `grad` off" (marked @once_differentiable, or in NumPy), at any point. Where
+    what it cuts vanishes (x**3 at 0, relu at negative x) it passes."""
+    if built not in ("@once_differentiable", "NumPy on detached values"):
+        return True
+
+    def cut_off(t, grad):
+        with torch.enable_grad():
+            at = t.detach().requires_grad_()
+            return torch.autograd.grad(g(at), at, grad)[0]
+
+    Cut = function_saving_its_input(g, cut_off, once=True)
+    points = {"n standard normal entries": g.point(0), "the same entries, negated where positive": -g.point(0).abs(),
+              "zeros": torch.zeros(g.n, dtype=torch.float64)}
+    x, v = points[where].requires_grad_(), g.point(seed).requires_grad_()
+    return not torch.autograd.gradgradcheck(Cut.apply, (x,), (v,), raise_exception=False)
+
+
+def test_s33_gradgradcheck_passes_a_cut_backward_where_what_it_cuts_vanishes(real_claims):
+    from families import Map, elementwise_maps
+
+    points = ("n standard normal entries", "the same entries, negated where positive", "zeros")
+    cube = SIZES.map(lambda n: Map("x**3", lambda x: x**3, n, "elementwise"))
+    replay(real_claims, "reference/differentiation-apis", "{py:func}`torch.autograd.gradgradcheck`\non the Function",
+           gradgradcheck_fails_for_every_cut_backward,
+           labelled(st.one_of(elementwise_maps(), cube), f"{elementwise_maps.family_name}, and x**3"),
+           APIS_BACKWARDS, labelled(st.sampled_from(sorted(points)), "points: " + ", ".join(points)),
+           labelled(SEEDS, "seeds of the grad_output"), fails_on="x**3 (n=2), '@once_differentiable', 'zeros'")
 
