@@ -6108,16 +6108,10 @@ def every_word_outside_the_quotes_leaves_it_partly(scopes, gap) -> bool:
 
 
 def test_r32i_6_7_connectives_and_tex_commands_can_lie_outside_every_quote(real_claims):
-    from autograd_docs import claim_sentences as cs
-
     scopes = labelled(st.tuples(*[st.sampled_from([None, "example", "family"])] * 2),
                       "two clauses, each quoted by no check, an example or a family")
-    gaps = labelled(st.none() | st.sampled_from(sorted(cs.CONNECTIVES))
-                    | st.sampled_from(("\\le", "\\ge", "\\ne", "\\lVert"))
-                    | st.sampled_from(("not", "never", "twice", "x", "raises", "unless")),
-                    "between the quotes: nothing, a connective of the engine's list, a TeX command or another word")
     replay(real_claims, "reference/how-this-site-is-built", "A counted\n  sentence is *proven over a family*",
-           every_word_outside_the_quotes_leaves_it_partly, scopes, gaps, fails_on="('example', 'example'), 'a'")
+           every_word_outside_the_quotes_leaves_it_partly, scopes, site_gaps(), fails_on="('example', 'example'), 'a'")
 
 # -- r32d-1/2: differentiate-elementwise-functions-at-many-points.md, grad and captures --
 
@@ -6564,3 +6558,62 @@ def test_s33_gradgradcheck_passes_a_cut_backward_where_what_it_cuts_vanishes(rea
            APIS_BACKWARDS, labelled(st.sampled_from(sorted(points)), "points: " + ", ".join(points)),
            labelled(SEEDS, "seeds of the grad_output"), fails_on="x**3 (n=2), '@once_differentiable', 'zeros'")
 
+
+# -- s33d-4: how-this-site-is-built.md, symbols are no words to the engine ------------------
+
+def only_tex_and_connectives_are_left_out(scopes, gap) -> bool:
+    """s33d-4, how-this-site-is-built.md (c2af9da:293-296): "A sentence's words, here,
+    leave out TeX commands (such as `\\le`) and the connectives of the engine's list":
+    read as a complete list, a symbol left between two quotes (`<`, `−`, `²`) counts and
+    leaves the sentence partly checked. The engine counts runs of ASCII letters, digits
+    and _ only: x < 0 turned into x > 0 outside the quotes leaves it proven."""
+    from autograd_docs import claim_sentences as cs
+
+    if gap is None or not all(scopes):
+        return True
+    stated = cs.EXAMPLE if "example" in scopes else cs.FAMILY
+    if not (gap.startswith("\\") or gap in cs.CONNECTIVES):
+        stated = cs.PARTLY
+    shown = f"${gap}$" if gap.startswith("\\") else gap
+    sentence = cs.Sentence("p.md", 1, f"It leaves the sum {shown} in `x.grad`, always.", None)
+    quotes = ("It leaves the sum", "in `x.grad`, always.")
+    return cs.verdict(sentence, [{"quote": quote, "check": "check_close", "scope": scope}
+                                 for quote, scope in zip(quotes, scopes)]) == stated
+
+
+def the_button_names_all_but_tex_and_connectives(gap) -> bool:
+    """s33d-4, how-this-site-is-built.md (c2af9da:317): the dashed button "names the words
+    no check quotes (connectives and TeX commands left out)": it would name a symbol."""
+    from autograd_docs import claim_sentences as cs
+    from autograd_docs.html.checked_claims import _outside
+
+    if gap is None:
+        return True
+    shown = f"${gap}$" if gap.startswith("\\") else gap
+    sentence = cs.Sentence("p.md", 1, f"It leaves the sum {shown} in `x.grad`, always.", None)
+    quotes = [{"quote": quote, "check": "check_close"} for quote in ("It leaves the sum", "in `x.grad`, always.")]
+    return _outside([sentence], quotes, quotes[0]) == ([] if gap.startswith("\\") or gap in cs.CONNECTIVES else [gap])
+
+
+def site_gaps():
+    """The page's family of gaps between two quotes, built as the page builds it."""
+    from autograd_docs import claim_sentences as cs
+
+    return labelled(st.none() | st.sampled_from(sorted(cs.CONNECTIVES))
+                    | st.sampled_from(("\\le", "\\ge", "\\ne", "\\lVert"))
+                    | st.sampled_from(("<", ">", "-", "−", "²", "×", "≤", "α", "é", "$<$", "$-$"))
+                    | st.sampled_from(("not", "never", "twice", "x", "raises", "unless", "x_1", "naïve")),
+                    "between the quotes: nothing, a connective of the engine's list, a TeX command, a symbol or "
+                    "another character, or another word")
+
+
+def test_s33d_4_a_symbol_between_two_quotes_is_no_word(real_claims):
+    scopes = labelled(st.tuples(*[st.sampled_from([None, "example", "family"])] * 2),
+                      "two clauses, each quoted by no check, an example or a family")
+    replay(real_claims, "reference/how-this-site-is-built", "A sentence's\n  words, here,",
+           only_tex_and_connectives_are_left_out, scopes, site_gaps(), fails_on="('example', 'example'), '<'")
+
+
+def test_s33d_4_the_dashed_button_names_no_symbol(real_claims):
+    replay(real_claims, "reference/how-this-site-is-built", "names\n  the words no check quotes",
+           the_button_names_all_but_tex_and_connectives, site_gaps(), fails_on="'<'")
