@@ -64,17 +64,28 @@ if __name__ == "__main__":
 CURVED = ("sin(x)", "tanh(x)", "exp(x)", "x**2", "x**3 - x", "sigmoid(x)", "softplus(x)")
 
 
-def curved_sums():
+# For "one grad per order": maps whose derivatives turn constant, recorded (x**2 and
+# x**3 - x above keep pow's backward in the graph) or not: t * t * t's third, t * t's
+# second, 3 * t's first come with no grad_fn; a Linear layer's first has its weight's.
+TURNING_CONSTANT = {"t * t * t": lambda t: t * t * t, "t * t": lambda t: t * t, "3 * t": lambda t: 3 * t,
+                    "Linear(t)": lambda t: _LAYER_BEFORE[t.shape[-1]](t)}
+
+
+def curved_sums(turning_constant: bool = False):
     """Strategy of ``g(t).sum()`` for an elementwise g with g'' not 0, on t of
-    length 2 to 6 (``Map.point`` gives t)."""
+    length 2 to 6 (``Map.point`` gives t); with ``turning_constant``, for the maps of
+    ``TURNING_CONSTANT`` too."""
     from families import ELEMENTWISE, SIZES, Map, named
     from hypothesis import strategies as st
 
-    @named("g(t).sum() for g in " + ", ".join(CURVED) + "; t of length 2 to 6")
+    maps = {name: ELEMENTWISE[name] for name in CURVED} | (TURNING_CONSTANT if turning_constant else {})
+    also = (", and " + ", ".join(TURNING_CONSTANT) + ", whose derivatives turn constant") if turning_constant else ""
+
+    @named("g(t).sum() for g in " + ", ".join(CURVED) + also + "; t of length 2 to 6")
     @st.composite
     def draw_one(draw) -> Map:
-        name, n = draw(st.sampled_from(CURVED)), draw(SIZES)
-        return Map(f"{name} summed", lambda t: ELEMENTWISE[name](t).sum(), n, "curved")
+        name, n = draw(st.sampled_from(tuple(maps))), draw(SIZES)
+        return Map(f"{name} summed", lambda t: maps[name](t).sum(), n, "curved")
 
     return draw_one()
 
@@ -155,11 +166,32 @@ def _no_weights(n):
     return []
 
 
+class _ScaledBy(torch.nn.Module):
+    """w * E(t), w a module's parameter (a learnable temperature or loss weight) or its
+    buffer (a fixed weight: a tensor that does not require grad)."""
+
+    def __init__(self, w, E):
+        super().__init__()
+        self.E = E
+        if isinstance(w, torch.nn.Parameter):
+            self.w = w
+        else:
+            self.register_buffer("w", w)
+
+    def forward(self, t):
+        return self.w * self.E(t)
+
+
+_LEARNED_SCALE = torch.nn.Parameter(torch.tensor(2.0, dtype=torch.float64))
+
+
 # What a compiled function does around a call to a torch.compiler.disable'd E:
-# name -> (outer function of E, whether it only scales the call's result or adds such
-# results, the weights of the layers it trains for t of length n).
+# name -> (outer function of E, whether it only scales the call's result by constants or
+# adds such results, the weights it trains for t of length n).
 AROUND = {"2 * E(t)": (lambda E: lambda t: 2 * E(t), True, _no_weights),
           "E(t) - E(t) / 3": (lambda E: lambda t: E(t) - E(t) / 3, True, _no_weights),
+          "buffer w * E(t)": (lambda E: _ScaledBy(torch.tensor(2.0, dtype=torch.float64), E), True, _no_weights),
+          "nn.Parameter w * E(t)": (lambda E: _ScaledBy(_LEARNED_SCALE, E), False, lambda n: [_LEARNED_SCALE]),
           "E(2 * t)": (lambda E: lambda t: E(2 * t), False, _no_weights),
           "E(t / 255)": (lambda E: lambda t: E(t / 255), False, _no_weights),
           "E(Linear(t))": (lambda E: lambda t: E(_LAYER_BEFORE[t.shape[-1]](t)), False,
@@ -175,12 +207,13 @@ AROUND = {"2 * E(t)": (lambda E: lambda t: 2 * E(t), True, _no_weights),
 
 def around_the_call(results_only: bool = False):
     """Strategy of names in ``AROUND`` (with ``results_only``, only those that scale
-    the call's result or add such results)."""
+    the call's result by constants or add such results)."""
     from families import labelled
     from hypothesis import strategies as st
 
     names = [name for name, (_, on_results, _) in AROUND.items() if on_results or not results_only]
-    what = "compiled work that only scales or adds the call's results" if results_only else "compiled work"
+    what = ("compiled work that only scales the call's results by constants or adds them" if results_only
+            else "compiled work")
     return labelled(st.sampled_from(names), f"{what} around the call: " + ", ".join(names))
 
 

@@ -2387,9 +2387,10 @@ def disable_inside_fixes_whatever_is_around_it(g, seed, around) -> bool:
 def test_s12_refA_r4_disable_fixes_only_linear_work_around_the_call(real_claims):
     from compiled_double_backward import around_the_call, curved_sums, point_seeds
 
+    # the first member drawn that breaks it is now a learnable scale (s33c-1), work around the call too
     replay(real_claims, "reference/error-messages", "**Fix:** take the derivatives that are differentiated",
            disable_inside_fixes_whatever_is_around_it, curved_sums(), point_seeds(),
-           around_the_call(), fails_on="E(2 * t)")
+           around_the_call(), fails_on="nn.Parameter w * E(t)")
 
 
 def retain_graph_in_the_loop_gives_stale_gradients_or_raises(w0, steps) -> bool:
@@ -5180,19 +5181,12 @@ def strict_raises_where_only_linear_maps_surround(g, built, bypass, around) -> b
     strict=True raises."""
     from torch.autograd import functional
 
-    class DetachedSaved(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, t):
-            ctx.save_for_backward(t)
-            return g(t)
+    def slope_of_a_detached_input(t, grad):
+        with torch.enable_grad():
+            at = t.detach().requires_grad_()
+            return grad * torch.autograd.grad(g(at), at, torch.ones_like(at))[0]
 
-        @staticmethod
-        def backward(ctx, grad):
-            (t,) = ctx.saved_tensors
-            with torch.enable_grad():
-                at = t.detach().requires_grad_()
-                return grad * torch.autograd.grad(g(at), at, torch.ones_like(at))[0]
-
+    DetachedSaved = function_saving_its_input(g, slope_of_a_detached_input)
     if built != "PyTorch on detached saved tensors" or bypass or around not in ("sum", "mean", "relu", "relu before"):
         return True
     before, after = (torch.relu, torch.relu) if around.startswith("relu") else ((lambda t: t), (lambda t: t))
@@ -5204,6 +5198,24 @@ def strict_raises_where_only_linear_maps_surround(g, built, bypass, around) -> b
     except RuntimeError:
         return not around.startswith("relu")
     return around.startswith("relu")
+
+
+def function_saving_its_input(g, backward, once=False) -> type[torch.autograd.Function]:
+    """A Function computing g that saves its input t, its backward ``backward(t, grad)``
+    (with ``once``, marked @once_differentiable)."""
+    from torch.autograd.function import once_differentiable
+
+    class SavingItsInput(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            ctx.save_for_backward(t)
+            return g(t)
+
+    def on_saved(ctx, grad):
+        return backward(ctx.saved_tensors[0], grad)
+
+    SavingItsInput.backward = staticmethod(once_differentiable(on_saved) if once else on_saved)
+    return SavingItsInput
 
 
 # What the page's check of its custom-Function passage draws (as the page builds them).
@@ -5934,24 +5946,33 @@ def one_grad_per_order_without_create_graph(g, seed, order, _dropped) -> bool:
     """r32h-5, error-messages.md (2c2b508:1072): "For derivatives of any order, ask
     torch.autograd.grad for each one", done as written: the second call raises
     "element 0 of tensors does not require grad"."""
+    return every_call_returns(g, seed, order, lambda k: False)
+
+
+def every_call_returns(g, seed, order, create_graph) -> bool:
+    """Whether one torch.autograd.grad per order, call k with create_graph(k), returns
+    every derivative of g up to order (at g's point from seed)."""
     at = g.point(seed).requires_grad_(True)
     current = g(at)
     try:
-        for _ in range(order):
-            (current,) = torch.autograd.grad(current.sum(), at)
+        for k in range(order):
+            (current,) = torch.autograd.grad(current.sum(), at, create_graph=create_graph(k))
     except RuntimeError:
         return False
     return True
 
 
-def test_r32h_5_one_grad_per_order_needs_create_graph(real_claims):
+def one_grad_per_order_families():
+    """What error-messages.md's check of "For second and higher derivatives" draws."""
     from compiled_double_backward import curved_sums, point_seeds
 
-    replay(real_claims, "reference/error-messages", "For derivatives of any order",
-           one_grad_per_order_without_create_graph, curved_sums(), point_seeds(),
-           labelled(st.integers(2, 4), "orders 2 to 4"),
-           labelled(st.integers(0, 2), "the call before the last without it (0 to 2, modulo order - 1)"),
-           fails_on="summed")
+    return (curved_sums(turning_constant=True), point_seeds(), labelled(st.integers(2, 4), "orders 2 to 4"),
+            labelled(st.integers(0, 2), "the call before the last without it (0 to 2, modulo order - 1)"))
+
+
+def test_r32h_5_one_grad_per_order_needs_create_graph(real_claims):
+    replay(real_claims, "reference/error-messages", "For second and higher derivatives",
+           one_grad_per_order_without_create_graph, *one_grad_per_order_families(), fails_on="summed")
 
 # -- r32a-2: get-gradients-of-intermediate-tensors.md, a .to() that keeps dtype and device --
 
@@ -6114,16 +6135,10 @@ def every_word_outside_the_quotes_leaves_it_partly(scopes, gap) -> bool:
 
 
 def test_r32i_6_7_connectives_and_tex_commands_can_lie_outside_every_quote(real_claims):
-    from autograd_docs import claim_sentences as cs
-
     scopes = labelled(st.tuples(*[st.sampled_from([None, "example", "family"])] * 2),
                       "two clauses, each quoted by no check, an example or a family")
-    gaps = labelled(st.none() | st.sampled_from(sorted(cs.CONNECTIVES))
-                    | st.sampled_from(("\\le", "\\ge", "\\ne", "\\lVert"))
-                    | st.sampled_from(("not", "never", "twice", "x", "raises", "unless")),
-                    "between the quotes: nothing, a connective of the engine's list, a TeX command or another word")
     replay(real_claims, "reference/how-this-site-is-built", "A counted\n  sentence is *proven over a family*",
-           every_word_outside_the_quotes_leaves_it_partly, scopes, gaps, fails_on="('example', 'example'), 'a'")
+           every_word_outside_the_quotes_leaves_it_partly, scopes, site_gaps(), fails_on="('example', 'example'), 'a'")
 
 # -- r32d-1/2: differentiate-elementwise-functions-at-many-points.md, grad and captures --
 
@@ -6748,3 +6763,138 @@ def test_second_pass_right_where_the_missed_terms_vanish(real_claims):
     replay(real_claims, CUSTOM_FUNCTION_PAGE, "Depending on the rest of the graph, the second pass can then give",
            second_pass_is_wrong_or_raises, custom_backwards(), backward_points(vanishing=True),
            around_the_function(), losses_with_linear_terms(), fails_on="[0.0], x -> Function")
+
+# -- s33c-1: error-messages.md, torch.compiler.disable with a learnable scale -------------
+
+def disable_inside_fixes_any_scale_of_the_result(g, seed, around) -> bool:
+    """s33c-1, error-messages.md (c2af9da:2900-2904): "let the compiled code only scale
+    the call's result or add such results", read with a scale that requires grad (an
+    nn.Parameter, a learnable temperature or loss weight): the second derivative would
+    go through. It raises the double-backward error."""
+    from compiled_double_backward import AROUND, second_grad_through_compile
+
+    if around not in ("2 * E(t)", "E(t) - E(t) / 3", "buffer w * E(t)", "nn.Parameter w * E(t)"):
+        return True
+    make, _on_results, weights = AROUND[around]
+    at = g.point(seed).requires_grad_(True)
+    wrt = [at, *weights(at.numel())]
+    inside = second_grad_through_compile(make(torch.compiler.disable(g)), at, wrt=wrt)
+    true = second_grad_through_compile(make(g), at, compiled=False, wrt=wrt)
+    return isinstance(inside, torch.Tensor) and torch.allclose(inside, true)
+
+
+def test_s33c_1_a_learnable_scale_of_the_result_raises(real_claims):
+    from compiled_double_backward import around_the_call, curved_sums, point_seeds
+
+    replay(real_claims, "reference/error-messages", "**Fix:** take the derivatives that are differentiated",
+           disable_inside_fixes_any_scale_of_the_result, curved_sums(), point_seeds(),
+           around_the_call(), fails_on="nn.Parameter w * E(t)")
+
+
+# -- s33c-2: error-messages.md, one grad per order once a derivative is constant ----------
+
+def one_grad_per_order_runs_for_any_order(g, seed, order, _dropped) -> bool:
+    """s33c-2, error-messages.md (c2af9da:1078-1079): "For derivatives of any order, ask
+    torch.autograd.grad for each one, with create_graph=True on every call but the
+    last": every call would return. Once a derivative is a constant with no grad_fn
+    (t * t * t's third, x**2's third) or only its weight's (a Linear layer's first), the
+    next call raises."""
+    return every_call_returns(g, seed, order, lambda k: k < order - 1)
+
+
+def test_s33c_2_one_grad_per_order_raises_after_a_constant_derivative(real_claims):
+    replay(real_claims, "reference/error-messages", "For second and higher derivatives",
+           one_grad_per_order_runs_for_any_order, *one_grad_per_order_families(), fails_on="x**2 summed (n=2), 0, 4")
+
+
+# -- s33 (integrator's note): differentiation-apis.md, gradgradcheck on a cut backward ------
+
+def gradgradcheck_fails_for_every_cut_backward(g, built, where, seed) -> bool:
+    """differentiation-apis.md (c2af9da:2040-2043): gradgradcheck "fails for a `backward`
+    that cuts `grad` off" (marked @once_differentiable, or in NumPy), at any point. Where
+    what it cuts vanishes (x**3 at 0, relu at negative x) it passes."""
+    if built not in ("@once_differentiable", "NumPy on detached values"):
+        return True
+
+    def cut_off(t, grad):
+        with torch.enable_grad():
+            at = t.detach().requires_grad_()
+            return torch.autograd.grad(g(at), at, grad)[0]
+
+    Cut = function_saving_its_input(g, cut_off, once=True)
+    points = {"n standard normal entries": g.point(0), "the same entries, negated where positive": -g.point(0).abs(),
+              "zeros": torch.zeros(g.n, dtype=torch.float64)}
+    x, v = points[where].requires_grad_(), g.point(seed).requires_grad_()
+    return not torch.autograd.gradgradcheck(Cut.apply, (x,), (v,), raise_exception=False)
+
+
+def test_s33_gradgradcheck_passes_a_cut_backward_where_what_it_cuts_vanishes(real_claims):
+    from families import Map, elementwise_maps
+
+    points = ("n standard normal entries", "the same entries, negated where positive", "zeros")
+    cube = SIZES.map(lambda n: Map("x**3", lambda x: x**3, n, "elementwise"))
+    replay(real_claims, "reference/differentiation-apis", "{py:func}`torch.autograd.gradgradcheck`\non the Function",
+           gradgradcheck_fails_for_every_cut_backward,
+           labelled(st.one_of(elementwise_maps(), cube), f"{elementwise_maps.family_name}, and x**3"),
+           APIS_BACKWARDS, labelled(st.sampled_from(sorted(points)), "points: " + ", ".join(points)),
+           labelled(SEEDS, "seeds of the grad_output"), fails_on="x**3 (n=2), '@once_differentiable', 'zeros'")
+
+
+# -- s33d-4: how-this-site-is-built.md, symbols are no words to the engine ------------------
+
+def only_tex_and_connectives_are_left_out(scopes, gap) -> bool:
+    """s33d-4, how-this-site-is-built.md (c2af9da:293-296): "A sentence's words, here,
+    leave out TeX commands (such as `\\le`) and the connectives of the engine's list":
+    read as a complete list, a symbol left between two quotes (`<`, `−`, `²`) counts and
+    leaves the sentence partly checked. The engine counts runs of ASCII letters, digits
+    and _ only: x < 0 turned into x > 0 outside the quotes leaves it proven."""
+    from autograd_docs import claim_sentences as cs
+
+    if gap is None or not all(scopes):
+        return True
+    stated = cs.EXAMPLE if "example" in scopes else cs.FAMILY
+    if not (gap.startswith("\\") or gap in cs.CONNECTIVES):
+        stated = cs.PARTLY
+    shown = f"${gap}$" if gap.startswith("\\") else gap
+    sentence = cs.Sentence("p.md", 1, f"It leaves the sum {shown} in `x.grad`, always.", None)
+    quotes = ("It leaves the sum", "in `x.grad`, always.")
+    return cs.verdict(sentence, [{"quote": quote, "check": "check_close", "scope": scope}
+                                 for quote, scope in zip(quotes, scopes)]) == stated
+
+
+def the_button_names_all_but_tex_and_connectives(gap) -> bool:
+    """s33d-4, how-this-site-is-built.md (c2af9da:317): the dashed button "names the words
+    no check quotes (connectives and TeX commands left out)": it would name a symbol."""
+    from autograd_docs import claim_sentences as cs
+    from autograd_docs.html.checked_claims import _outside
+
+    if gap is None:
+        return True
+    shown = f"${gap}$" if gap.startswith("\\") else gap
+    sentence = cs.Sentence("p.md", 1, f"It leaves the sum {shown} in `x.grad`, always.", None)
+    quotes = [{"quote": quote, "check": "check_close"} for quote in ("It leaves the sum", "in `x.grad`, always.")]
+    return _outside([sentence], quotes, quotes[0]) == ([] if gap.startswith("\\") or gap in cs.CONNECTIVES else [gap])
+
+
+def site_gaps():
+    """The page's family of gaps between two quotes, built as the page builds it."""
+    from autograd_docs import claim_sentences as cs
+
+    return labelled(st.none() | st.sampled_from(sorted(cs.CONNECTIVES))
+                    | st.sampled_from(("\\le", "\\ge", "\\ne", "\\lVert"))
+                    | st.sampled_from(("<", ">", "-", "−", "²", "×", "≤", "α", "é", "$<$", "$-$"))
+                    | st.sampled_from(("not", "never", "twice", "x", "raises", "unless", "x_1", "naïve")),
+                    "between the quotes: nothing, a connective of the engine's list, a TeX command, a symbol or "
+                    "another character, or another word")
+
+
+def test_s33d_4_a_symbol_between_two_quotes_is_no_word(real_claims):
+    scopes = labelled(st.tuples(*[st.sampled_from([None, "example", "family"])] * 2),
+                      "two clauses, each quoted by no check, an example or a family")
+    replay(real_claims, "reference/how-this-site-is-built", "A sentence's\n  words, here,",
+           only_tex_and_connectives_are_left_out, scopes, site_gaps(), fails_on="('example', 'example'), '<'")
+
+
+def test_s33d_4_the_dashed_button_names_no_symbol(real_claims):
+    replay(real_claims, "reference/how-this-site-is-built", "names\n  the words no check quotes",
+           the_button_names_all_but_tex_and_connectives, site_gaps(), fails_on="'<'")
