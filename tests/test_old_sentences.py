@@ -6898,3 +6898,26 @@ def test_s33d_4_a_symbol_between_two_quotes_is_no_word(real_claims):
 def test_s33d_4_the_dashed_button_names_no_symbol(real_claims):
     replay(real_claims, "reference/how-this-site-is-built", "names\n  the words no check quotes",
            the_button_names_all_but_tex_and_connectives, site_gaps(), fails_on="'<'")
+
+
+# -- s34a-2: stop-gradients.md, save_on_cpu(pin_memory=True) saves a copy ----------------
+
+def save_on_cpu_computes_with_the_changed_value(case, on_cpu) -> bool:
+    """s34a-2, stop-gradients.md (9f2fdb0:258-259): "Under
+    `torch.autograd.graph.save_on_cpu()` the backward checks no counter at all: on the CPU
+    it computes with the changed value after `add_` too", read for every save_on_cpu().
+    With pin_memory=True it packs a copy: the backward computes with the value saved at
+    forward time, the right gradient."""
+    pinned = on_cpu == "save_on_cpu(pin_memory=True)"
+    with torch.autograd.graph.save_on_cpu(pin_memory=pinned):
+        out = torch.sin(case.tensor)  # sin saves its input
+    case.tensor.detach().add_(1.0)
+    (gradient,) = torch.autograd.grad(out.sum(), case.tensor)
+    return torch.allclose(gradient, torch.cos(case.tensor.detach()))
+
+
+def test_s34a_2_save_on_cpu_with_pinned_memory_computes_the_right_gradient(real_claims):
+    replay(real_claims, "how-to/stop-gradients", "Under `torch.autograd.graph.save_on_cpu()`",
+           save_on_cpu_computes_with_the_changed_value, non_leaf_inputs(),
+           labelled(st.sampled_from(["save_on_cpu()", "save_on_cpu(pin_memory=True)"]),
+                    "save_on_cpu() and save_on_cpu(pin_memory=True)"), fails_on="pin_memory=True")
