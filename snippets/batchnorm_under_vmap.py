@@ -192,13 +192,18 @@ def row_none_jacobians_raise_unless_untracked_images(setting: BatchNormSetting) 
 # and vmap refuses exactly the per-sample writes.
 
 # Each change of a captured tensor b (or of a captured norm layer's running statistics,
-# layers[name] in training mode) made by f(t); PER_SAMPLE: those whose written value
+# layers[name] in training mode) made by f(t), called as a method, an operator, a function
+# or with inplace=True; PER_SAMPLE: those whose written value
 # depends on t, i.e. is batched under vmap; IN_KERNEL: updates made inside the
 # batch-norm kernel, which only vmap refuses; OUT_WRITES: writes through out=, which
 # the derivative transforms run too.
 IN_PLACE = {"add_": lambda b, t, layer: b.add_(1.0), "mul_": lambda b, t, layer: b.mul_(2.0),
             "zero_": lambda b, t, layer: b.zero_(),
             "item assignment": lambda b, t, layer: b.__setitem__(0, 5.0),
+            "b += 1": lambda b, t, layer: b.__iadd__(1.0),
+            "torch.relu_(b)": lambda b, t, layer: torch.relu_(b),
+            "F.relu(b, inplace=True)": lambda b, t, layer: torch.nn.functional.relu(b, inplace=True),
+            "torch.nn.init.ones_(b)": lambda b, t, layer: torch.nn.init.ones_(b),
             "add_ under no_grad": lambda b, t, layer: torch.no_grad()(b.add_)(1.0),
             "copy_": lambda b, t, layer: b.copy_(t),
             "copy_ of a detached value": lambda b, t, layer: b.copy_(t.detach()),
@@ -223,6 +228,7 @@ OUT_WRITES = {"torch.add(b, 1, out=b)", "torch.cumsum(ones, 0, out=b)", "torch.a
 PER_SAMPLE = {"copy_", "copy_ of a detached value", "add_(t)", "add_(t.detach())", "mul_(t)",
               "item assignment of t[0]", "BatchNorm1d in training mode",
               "torch.add(t.detach(), 1, out=b)"} | IN_KERNEL
+GRAD_TRANSFORM_REFUSAL = "During a grad (vjp, jvp, grad, etc) transform, the function "
 in_place_changes = labelled(st.sampled_from(sorted(IN_PLACE)), "in-place changes of a captured tensor")
 # Each transform the sentence names, run as a reader calls it on a changing f.
 _ones = torch.ones(3)
@@ -274,6 +280,7 @@ def captured_change_refused_unless_vmap(change: str, transform: str) -> bool:
                     if transform == "vmap"
                     else ("that would mutate a captured Tensor",))
         assert any(words in str(error) for words in expected), (change, transform, str(error)[:80])
+        assert transform == "vmap" or str(error).startswith(GRAD_TRANSFORM_REFUSAL), str(error)[:80]
         if change == "BatchNorm1d in training mode" and transform != "vmap":
             assert "(aten::add_.Tensor)" in str(error), str(error)  # num_batches_tracked.add_(1)
         # vmap refuses exactly the changes that write a per-sample (batched) value;

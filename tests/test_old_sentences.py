@@ -6154,7 +6154,7 @@ def grad_refuses_any_captured_change(change) -> bool:
     return error is not None
 
 
-GRAD_REFUSES_QUOTE = "`grad` refuses an in-place method such as `c.add_(1)`"
+GRAD_REFUSES_QUOTE = "`grad` refuses an in-place operation such as `c.add_(1)`"
 
 
 def test_r32d_1_2_grad_runs_the_batch_norm_kernels_update(real_claims):
@@ -6183,18 +6183,44 @@ def refused_unless_in_the_batch_norm_kernel(change, transform="grad") -> bool:
     return (error is not None) != (change in IN_KERNEL)
 
 
-def test_s33b_3_grad_runs_a_write_through_out(real_claims):
-    from batchnorm_under_vmap import in_place_changes
-
-    replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points", GRAD_REFUSES_QUOTE,
-           refused_unless_in_the_batch_norm_kernel, in_place_changes, fails_on="out=b")
-
-
-def test_s33b_3_the_derivative_transforms_run_a_write_through_out(real_claims):
+def replay_on_the_captured_change_sentences(real_claims, old_sentence, fails_on: str) -> None:
+    """Replay ``old_sentence`` on the elementwise page's `grad` sentence (grad alone) and
+    on the Jacobian page's sentence on the derivative transforms (each transform)."""
     from batchnorm_under_vmap import func_transforms, in_place_changes
 
+    replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points", GRAD_REFUSES_QUOTE,
+           old_sentence, in_place_changes, fails_on=fails_on)
     replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "The derivative transforms of `torch.func`",
-           refused_unless_in_the_batch_norm_kernel, in_place_changes, func_transforms, fails_on="out=b")
+           old_sentence, in_place_changes, func_transforms, fails_on=fails_on)
+
+
+def test_s33b_3_the_transforms_run_a_write_through_out(real_claims):
+    replay_on_the_captured_change_sentences(real_claims, refused_unless_in_the_batch_norm_kernel, "out=b")
+
+
+# -- s34b-1: the transforms refuse an in-place function as they do an in-place method --
+
+IN_PLACE_FUNCTIONS = {"torch.relu_(b)", "F.relu(b, inplace=True)", "torch.nn.init.ones_(b)"}
+
+
+def refused_as_an_in_place_method(change, transform="grad") -> bool:
+    """s34b-1 I, differentiate-elementwise-functions-at-many-points.md (5551068:1025-1028):
+    "`grad` refuses an in-place method such as `c.add_(1)` on a captured tensor (other
+    writes can run, such as `torch.add(c, 1, out=c)` ...)"; get-a-full-jacobian-or-hessian.md
+    (5551068:586-588): the transforms "refuse functions that call an in-place method such
+    as `c.add_(1)`". Read as drawn between methods and other calls, an in-place function
+    (torch.relu_, F.relu(inplace=True), nn.init.ones_) would run; the family held methods,
+    item assignment and out= writes only. The transforms refuse those functions too."""
+    from batchnorm_under_vmap import captured_change_refused_unless_vmap, run_captured_change
+
+    if change in IN_PLACE_FUNCTIONS and transform != "vmap":
+        return run_captured_change(change, transform)[0] is None
+    return captured_change_refused_unless_vmap(change, transform)
+
+
+def test_s34b_1_the_transforms_refuse_an_in_place_function(real_claims):
+    replay_on_the_captured_change_sentences(real_claims, refused_as_an_in_place_method,
+                                            "F.relu(b, inplace=True)")
 
 
 # -- r32d-4: differentiate-elementwise-functions-at-many-points.md, the ones seed's 1^T J --
