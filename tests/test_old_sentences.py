@@ -6182,6 +6182,36 @@ def test_s34_5_vmap_hessian_returns_zeros_for_a_network_linear_in_x_only(real_cl
            "or take $u_{xx}$ from `vmap(hessian(...))`", vmap_hessian_of_the_pages_network_returns_zeros,
            multi_feature_inputs(), fails_on="tanh MLP")
 
+def vmap_hessian_is_a_way_out_for_that_function(setting, custom) -> bool:
+    """s34a-3, differentiate-a-network-output-with-respect-to-its-input.md (6f416dc:862-866):
+    "(a custom `autograd.Function` whose `backward` is not itself differentiable can leave
+    it `False` where $u_{xx}$ is not 0), or take $u_{xx}$ from `vmap(hessian(...))`", read
+    as a way out for that Function: vmap(hessian) of it on x gives u_xx (central
+    differences of u_x). It raises: the Function has no vmap support."""
+    from torch.func import hessian, vmap
+
+    function, differentiable = CUSTOM_BACKWARDS[custom]
+    if differentiable:
+        return True
+    x, h = setting.inputs.detach(), 1e-6
+
+    def u_x_at(at):
+        with torch.enable_grad():
+            at = at.clone().requires_grad_()
+            return torch.autograd.grad(function.apply(at).sum(), at)[0]
+    try:
+        H = vmap(hessian(lambda row: function.apply(row).sum()))(x)
+    except RuntimeError:
+        return False
+    return torch.allclose(H.diagonal(dim1=-2, dim2=-1), (u_x_at(x + h) - u_x_at(x - h)) / (2 * h), atol=1e-5)
+
+
+def test_s34a_3_vmap_hessian_raises_on_a_custom_function(real_claims):
+    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
+           "For a Function whose `backward` is not", vmap_hessian_is_a_way_out_for_that_function,
+           multi_feature_inputs(), custom_backwards(), fails_on="'J0, backward calls bessel_j1'")
+
+
 # -- r32i-6, r32i-7: how-this-site-is-built.md, the words a quote must cover ----------
 
 def every_word_outside_the_quotes_leaves_it_partly(scopes, gap) -> bool:
