@@ -125,6 +125,29 @@ def custom_backwards() -> st.SearchStrategy[str]:
     return st.sampled_from(sorted(CUSTOM_BACKWARDS))
 
 
+def with_vmap_support(function: type[torch.autograd.Function]) -> type[torch.autograd.Function]:
+    """``function`` as a reader makes it run under ``torch.func`` transforms: with
+    ``generate_vmap_rule = True`` and a ``jvp`` that is its own ``backward`` (the same
+    product, as every Function here is elementwise). A Function in the older
+    ``forward(ctx, x)`` form cannot have them: it comes back as it is."""
+    if function.setup_context is torch.autograd.Function.setup_context:
+        return function
+
+    class WithVmapSupport(function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            function.setup_context(ctx, inputs, output)
+            ctx.save_for_forward(*ctx.to_save)  # what backward reads, for jvp
+
+        @staticmethod
+        def jvp(ctx, tangent):
+            return function.backward(ctx, tangent)
+
+    return WithVmapSupport
+
+
 class XSinXMixed(torch.autograd.Function):
     """x sin x: backward reads its input and sin(x) made in setup_context."""
 

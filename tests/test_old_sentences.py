@@ -460,11 +460,11 @@ def test_m6_the_penalty_without_flatten_is_per_pixel_on_images(real_claims):
            sample_batches(), fails_on="images", because="the penalty is per sample")
 
 
-def grad_scaler_fixes_a_forward_overflow(dtype, later=None) -> bool:
+def grad_scaler_fixes_a_forward_overflow(dtype, *_) -> bool:
     """M1, debug-nan-and-wrong-gradients.md:372: "| a float16 loss under AMP | float16
     overflows to `inf` | `torch.amp.GradScaler`, which skips a step whose gradients
     hold `inf` or `nan` |": with GradScaler, training goes on with a finite loss (on
-    the loss alone, whatever layers the check draws after the overflow)."""
+    the loss alone, whatever layers, loss and learning rate the check draws)."""
     layer = torch.nn.Linear(2, 1)
     with torch.no_grad():
         layer.weight.fill_(350.0)
@@ -483,7 +483,8 @@ def grad_scaler_fixes_a_forward_overflow(dtype, later=None) -> bool:
 
 def test_m1_grad_scaler_leaves_a_float16_forward_overflow(real_claims):
     replay(real_claims, "how-to/debug-nan-and-wrong-gradients", "`GradScaler` does not fix it",
-           grad_scaler_fixes_a_forward_overflow, autocast_dtypes(), later_layers(), fails_on="torch.float16")
+           grad_scaler_fixes_a_forward_overflow, autocast_dtypes(), later_layers(), losses_with_linear_terms(),
+           LEARNING_RATES, fails_on="torch.float16")
 
 
 def log_softmax_of_finite_logits_is_finite(dtype, fraction) -> bool:
@@ -6044,6 +6045,46 @@ def test_s33b_1_a_later_linear_under_autocast_overflows_again(real_claims):
            fails_on="torch.float16, 'a Linear'")
 
 
+# The page's family of SGD learning rates for the GradScaler check, by its name.
+LEARNING_RATES = labelled(st.sampled_from([1e-2, 1e-1, 1e-6]), "SGD learning rates 1e-2, 1e-1, 1e-6")
+
+
+def the_loss_stays_non_finite_at_every_step(dtype, later, loss, lr) -> bool:
+    """s34a-1, debug-nan-and-wrong-gradients.md (6f416dc:937): "`GradScaler` does not fix
+    it: the loss stays `inf` or `nan` at every step", read over eight SGD steps under a
+    GradScaler on the float16 overflow (100s times weights of 350). A loss linear in the
+    overflowed output has finite gradients: the scaler takes steps, and at lr 1e-2 SGD
+    brings the output back under 65504."""
+    if dtype != torch.float16:
+        return True
+    nn = torch.nn
+    model = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))
+    with torch.no_grad():
+        for linear, weight in zip(model, (100 * torch.eye(2), torch.full((2, 2), 350.0))):
+            linear.weight.copy_(weight)
+            linear.bias.zero_()
+    later_ops = LATER_LAYERS[later]()
+    params = [*model.parameters(), *(p for op in later_ops if isinstance(op, nn.Module) for p in op.parameters())]
+    sgd, scaler, values = torch.optim.SGD(params, lr=lr), torch.amp.GradScaler("cpu", init_scale=1024.0), []
+    for _ in range(8):
+        sgd.zero_grad()
+        with torch.autocast("cpu", dtype=dtype):
+            y = model(torch.ones(1, 2))
+            for op in later_ops:
+                y = op(y)
+        values.append(loss(y.float()))
+        scaler.scale(values[-1]).backward()
+        scaler.step(sgd)
+        scaler.update()
+    return not any(bool(value.isfinite()) for value in values)
+
+
+def test_s34a_1_a_loss_linear_in_the_overflow_is_finite_after_a_few_steps(real_claims):
+    replay(real_claims, "how-to/debug-nan-and-wrong-gradients", "`GradScaler` does not fix it",
+           the_loss_stays_non_finite_at_every_step, autocast_dtypes(), later_layers(), losses_with_linear_terms(),
+           LEARNING_RATES, fails_on="torch.float16, 'the loss', 3 * x.mean(), 0.01")
+
+
 def zeros_when_u_x_does_not_require_grad(setting, first_grad, custom=None) -> bool:
     """r32c-3/4, differentiate-a-network-output-with-respect-to-its-input.md (2c2b508:754):
     "Test `u_x.requires_grad` and use zeros when it is `False`", whatever the first
@@ -6114,6 +6155,36 @@ def test_s34_5_vmap_hessian_returns_zeros_for_a_network_linear_in_x_only(real_cl
     replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
            "or take $u_{xx}$ from `vmap(hessian(...))`", vmap_hessian_of_the_pages_network_returns_zeros,
            multi_feature_inputs(), fails_on="tanh MLP")
+
+def vmap_hessian_is_a_way_out_for_that_function(setting, custom) -> bool:
+    """s34a-3, differentiate-a-network-output-with-respect-to-its-input.md (6f416dc:862-866):
+    "(a custom `autograd.Function` whose `backward` is not itself differentiable can leave
+    it `False` where $u_{xx}$ is not 0), or take $u_{xx}$ from `vmap(hessian(...))`", read
+    as a way out for that Function: vmap(hessian) of it on x gives u_xx (central
+    differences of u_x). It raises: the Function has no vmap support."""
+    from torch.func import hessian, vmap
+
+    function, differentiable = CUSTOM_BACKWARDS[custom]
+    if differentiable:
+        return True
+    x, h = setting.inputs.detach(), 1e-6
+
+    def u_x_at(at):
+        with torch.enable_grad():
+            at = at.clone().requires_grad_()
+            return torch.autograd.grad(function.apply(at).sum(), at)[0]
+    try:
+        H = vmap(hessian(lambda row: function.apply(row).sum()))(x)
+    except RuntimeError:
+        return False
+    return torch.allclose(H.diagonal(dim1=-2, dim2=-1), (u_x_at(x + h) - u_x_at(x - h)) / (2 * h), atol=1e-5)
+
+
+def test_s34a_3_vmap_hessian_raises_on_a_custom_function(real_claims):
+    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
+           "For a Function whose `backward` is not", vmap_hessian_is_a_way_out_for_that_function,
+           multi_feature_inputs(), custom_backwards(), fails_on="'J0, backward calls bessel_j1'")
+
 
 # -- r32i-6, r32i-7: how-this-site-is-built.md, the words a quote must cover ----------
 
