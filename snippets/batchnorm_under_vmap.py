@@ -188,15 +188,22 @@ def row_none_jacobians_raise_unless_untracked_images(setting: BatchNormSetting) 
 # -- In-place changes of a captured tensor under torch.func ---------------------------
 # get-a-full-jacobian-or-hessian.md and differentiate-elementwise-functions-at-many-points.md
 # draw these: the transforms refuse every change but the batch-norm kernel's own update
-# of running statistics and a write through out= of a value that does not require grad,
-# and vmap refuses exactly the per-sample writes.
+# of running statistics, a write through out= of a value that does not require grad and
+# a torch._foreach_*_ write, and vmap refuses exactly the per-sample writes.
+
+def sgd_step(b: torch.Tensor, foreach: bool) -> None:
+    """One optimizer.step() of SGD on b, as a training loop makes it (gradient 1, lr 1)."""
+    b.grad = torch.ones_like(b)
+    torch.optim.SGD([b], lr=1.0, foreach=foreach).step()
+
 
 # Each change of a captured tensor b (or of a captured norm layer's running statistics,
 # layers[name] in training mode) made by f(t), called as a method, an operator, a function
 # or with inplace=True; PER_SAMPLE: those whose written value
 # depends on t, i.e. is batched under vmap; IN_KERNEL: updates made inside the
-# batch-norm kernel, which only vmap refuses; OUT_WRITES: writes through out=, which
-# the derivative transforms run too.
+# batch-norm kernel, which only vmap refuses; OUT_WRITES: writes through out= and
+# torch._foreach_*_ writes (SGD's step with foreach=True is one), which the derivative
+# transforms run too.
 IN_PLACE = {"add_": lambda b, t, layer: b.add_(1.0), "mul_": lambda b, t, layer: b.mul_(2.0),
             "zero_": lambda b, t, layer: b.zero_(),
             "item assignment": lambda b, t, layer: b.__setitem__(0, 5.0),
@@ -220,11 +227,15 @@ IN_PLACE = {"add_": lambda b, t, layer: b.add_(1.0), "mul_": lambda b, t, layer:
                 torch.stack([t, 2 * t]), b, torch.ones(3), training=True),
             "torch.add(b, 1, out=b)": lambda b, t, layer: torch.add(b, 1.0, out=b),
             "torch.cumsum(ones, 0, out=b)": lambda b, t, layer: torch.cumsum(torch.ones(3), 0, out=b),
-            "torch.add(t.detach(), 1, out=b)": lambda b, t, layer: torch.add(t.detach(), 1.0, out=b)}
+            "torch.add(t.detach(), 1, out=b)": lambda b, t, layer: torch.add(t.detach(), 1.0, out=b),
+            "torch._foreach_add_([b], 1)": lambda b, t, layer: torch._foreach_add_([b], 1.0),
+            "SGD([b], foreach=True).step()": lambda b, t, layer: sgd_step(b, foreach=True),
+            "SGD([b], foreach=False).step()": lambda b, t, layer: sgd_step(b, foreach=False)}
 IN_KERNEL = {"BatchNorm1d with num_batches_tracked None",
              "InstanceNorm1d(track_running_stats=True) in training mode",
              "F.batch_norm(x, b, var, training=True)"}
-OUT_WRITES = {"torch.add(b, 1, out=b)", "torch.cumsum(ones, 0, out=b)", "torch.add(t.detach(), 1, out=b)"}
+OUT_WRITES = {"torch.add(b, 1, out=b)", "torch.cumsum(ones, 0, out=b)", "torch.add(t.detach(), 1, out=b)",
+              "torch._foreach_add_([b], 1)", "SGD([b], foreach=True).step()"}
 PER_SAMPLE = {"copy_", "copy_ of a detached value", "add_(t)", "add_(t.detach())", "mul_(t)",
               "item assignment of t[0]", "BatchNorm1d in training mode",
               "torch.add(t.detach(), 1, out=b)"} | IN_KERNEL
@@ -270,8 +281,8 @@ def run_captured_change(change: str, transform: str) -> tuple[RuntimeError | Non
 def captured_change_refused_unless_vmap(change: str, transform: str) -> bool:
     """``run_captured_change``: vmap refuses exactly the per-sample writes; grad, vjp,
     jvp, jacrev, jacfwd and hessian refuse every change but the running-statistics
-    update made inside the batch-norm kernel and the writes through out=, which run
-    and change the statistics or the tensor silently."""
+    update made inside the batch-norm kernel, the writes through out= and the
+    torch._foreach_*_ writes, which run and change the statistics or the tensor silently."""
     error, changed = run_captured_change(change, transform)
     runs = IN_KERNEL | OUT_WRITES  # what the derivative transforms let through
     if error is not None:
@@ -284,7 +295,7 @@ def captured_change_refused_unless_vmap(change: str, transform: str) -> bool:
         if change == "BatchNorm1d in training mode" and transform != "vmap":
             assert "(aten::add_.Tensor)" in str(error), str(error)  # num_batches_tracked.add_(1)
         # vmap refuses exactly the changes that write a per-sample (batched) value;
-        # the others refuse every change but those inside the batch-norm kernel and out=
+        # the others refuse every change but those inside the batch-norm kernel, out= and foreach
         return change in PER_SAMPLE if transform == "vmap" else change not in runs
     if change in runs:  # ran: the running statistics or the tensor changed, silently
         assert changed, (change, transform, "the running statistics or the tensor did not change")

@@ -6245,16 +6245,18 @@ def refused_unless_in_the_batch_norm_kernel(change, transform="grad") -> bool:
     get-a-full-jacobian-or-hessian.md (c2af9da:586-588): "The derivative transforms of
     `torch.func` (...) refuse functions that call an in-place operation on a captured
     tensor", the kernel's update excepted by the sentences after it. Both families held
-    no write through out=, which these transforms run (torch.add(c, 1, out=c))."""
-    from batchnorm_under_vmap import IN_KERNEL, run_captured_change
+    no write through out=, which these transforms run (torch.add(c, 1, out=c)). The
+    torch._foreach_*_ writes, added for s35a-3, are let through: out= is this replay's subject."""
+    from batchnorm_under_vmap import IN_KERNEL, OUT_WRITES, run_captured_change
 
     if transform == "vmap":  # the Jacobian page's vmap sentence, unchanged
         return True
     error, _ = run_captured_change(change, transform)
-    return (error is not None) != (change in IN_KERNEL)
+    return (error is not None) != (change in IN_KERNEL or (change in OUT_WRITES and "out=" not in change))
 
 
-def replay_on_the_captured_change_sentences(real_claims, old_sentence, fails_on: str) -> None:
+def replay_on_the_captured_change_sentences(real_claims, old_sentence, fails_on: str,
+                                            fails_on_the_jacobian_page: str | None = None) -> None:
     """Replay ``old_sentence`` on the elementwise page's `grad` sentence (grad alone) and
     on the Jacobian page's sentence on the derivative transforms (each transform)."""
     from batchnorm_under_vmap import func_transforms, in_place_changes
@@ -6262,7 +6264,7 @@ def replay_on_the_captured_change_sentences(real_claims, old_sentence, fails_on:
     replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points", GRAD_REFUSES_QUOTE,
            old_sentence, in_place_changes, fails_on=fails_on)
     replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "The derivative transforms of `torch.func`",
-           old_sentence, in_place_changes, func_transforms, fails_on=fails_on)
+           old_sentence, in_place_changes, func_transforms, fails_on=fails_on_the_jacobian_page or fails_on)
 
 
 def test_s33b_3_the_transforms_run_a_write_through_out(real_claims):
@@ -6291,7 +6293,29 @@ def refused_as_an_in_place_method(change, transform="grad") -> bool:
 
 def test_s34b_1_the_transforms_refuse_an_in_place_function(real_claims):
     replay_on_the_captured_change_sentences(real_claims, refused_as_an_in_place_method,
-                                            "F.relu(b, inplace=True)")
+                                            "torch.nn.init.ones_(b)", "F.relu(b, inplace=True)")
+
+
+# -- s35a-3: the transforms run a torch._foreach_*_ write too, not only one through out= --
+
+def refused_unless_through_out_or_in_the_batch_norm_kernel(change, transform="grad") -> bool:
+    """s35a-3 I, get-a-full-jacobian-or-hessian.md (1ab0f32:586-590): the transforms refuse
+    an in-place operation on a captured tensor, "though a write through `out=`, such as
+    `torch.add(c, 1, out=c)`, can run"; differentiate-elementwise-functions-at-many-points.md
+    (1ab0f32:1025-1029) alike, with the batch-norm kernel's update. Read as out= being the
+    writes that run, it passed: the family held no torch._foreach_*_ write, which these
+    transforms run too (torch._foreach_add_, SGD's step with foreach=True)."""
+    from batchnorm_under_vmap import IN_KERNEL, run_captured_change
+
+    if transform == "vmap":  # the Jacobian page's vmap sentence, unchanged
+        return True
+    error, _ = run_captured_change(change, transform)
+    return (error is not None) != (change in IN_KERNEL or "out=" in change)
+
+
+def test_s35a_3_the_transforms_run_a_foreach_write(real_claims):
+    replay_on_the_captured_change_sentences(real_claims, refused_unless_through_out_or_in_the_batch_norm_kernel,
+                                            "[b]")
 
 
 # -- r32d-4: differentiate-elementwise-functions-at-many-points.md, the ones seed's 1^T J --
