@@ -125,27 +125,33 @@ def custom_backwards() -> st.SearchStrategy[str]:
     return st.sampled_from(sorted(CUSTOM_BACKWARDS))
 
 
-def with_vmap_support(function: type[torch.autograd.Function]) -> type[torch.autograd.Function]:
+def with_vmap_support(function: type[torch.autograd.Function], jvp_factor: float | None = 1.0,
+                      vmap_rule: bool = True) -> type[torch.autograd.Function]:
     """``function`` as a reader makes it run under ``torch.func`` transforms: with
-    ``generate_vmap_rule = True`` and a ``jvp`` that is its own ``backward`` (the same
-    product, as every Function here is elementwise). A Function in the older
-    ``forward(ctx, x)`` form cannot have them: it comes back as it is."""
+    ``generate_vmap_rule = True`` (unless ``vmap_rule`` is False) and a ``jvp`` that is
+    its own ``backward`` (the same product, as every Function here is elementwise)
+    times ``jvp_factor``: right at 1, wrong otherwise, and left out at None. A Function
+    in the older ``forward(ctx, x)`` form cannot have them: it comes back as it is."""
     if function.setup_context is torch.autograd.Function.setup_context:
         return function
 
     class WithVmapSupport(function):
-        generate_vmap_rule = True
+        generate_vmap_rule = vmap_rule
 
         @staticmethod
         def setup_context(ctx, inputs, output):
             function.setup_context(ctx, inputs, output)
             ctx.save_for_forward(*ctx.to_save)  # what backward reads, for jvp
 
-        @staticmethod
-        def jvp(ctx, tangent):
-            return function.backward(ctx, tangent)
-
+    if jvp_factor is not None:
+        WithVmapSupport.jvp = staticmethod(lambda ctx, tangent: jvp_factor * function.backward(ctx, tangent))
     return WithVmapSupport
+
+
+@named("jvps equal to the backward's product (right), or it times 2, -1 or 0 (wrong)")
+def jvp_factors() -> st.SearchStrategy[float]:
+    """Factors for ``with_vmap_support``: 1 gives the right ``jvp``."""
+    return st.sampled_from([1.0, 2.0, -1.0, 0.0])
 
 
 class XSinXMixed(torch.autograd.Function):
@@ -309,6 +315,18 @@ def passes_gradgradcheck(name: str, values: list[float]) -> bool:
     function, _ = CUSTOM_BACKWARDS[name]
     x = torch.tensor(values, dtype=torch.float64, requires_grad=True)
     return torch.autograd.gradgradcheck(function.apply, (x,), raise_exception=False)
+
+
+def passes_forward_mode_checks(function: type[torch.autograd.Function], values: list[float]) -> bool:
+    """``gradcheck(..., check_forward_ad=True)`` (the ``jvp``) and ``gradgradcheck(...,
+    check_fwd_over_rev=True)`` at x = ``values``; a Function without a ``jvp`` fails."""
+    x = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    try:
+        return (torch.autograd.gradcheck(function.apply, (x,), check_forward_ad=True, raise_exception=False)
+                and torch.autograd.gradgradcheck(function.apply, (x,), check_fwd_over_rev=True,
+                                                 raise_exception=False))
+    except NotImplementedError:  # "You must implement the jvp function ..."
+        return False
 
 
 class Around:

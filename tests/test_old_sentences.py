@@ -30,7 +30,14 @@ import torch
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "snippets"))
-from custom_backwards import CUSTOM_BACKWARDS, BesselJ0, SinFromInput, custom_backwards  # noqa: E402
+from custom_backwards import (  # noqa: E402
+    CUSTOM_BACKWARDS,
+    BesselJ0,
+    SinFromInput,
+    custom_backwards,
+    jvp_factors,
+    with_vmap_support,
+)
 from custom_second_pass import custom_behaviours, custom_forms, custom_function, second_pass_of  # noqa: E402
 from families import (  # noqa: E402
     SEEDS,
@@ -6156,7 +6163,7 @@ def test_s34_5_vmap_hessian_returns_zeros_for_a_network_linear_in_x_only(real_cl
            "or take $u_{xx}$ from `vmap(hessian(...))`", vmap_hessian_of_the_pages_network_returns_zeros,
            multi_feature_inputs(), fails_on="tanh MLP")
 
-def vmap_hessian_is_a_way_out_for_that_function(setting, custom) -> bool:
+def vmap_hessian_is_a_way_out_for_that_function(setting, custom, jvp_factor) -> bool:
     """s34a-3, differentiate-a-network-output-with-respect-to-its-input.md (6f416dc:862-866):
     "(a custom `autograd.Function` whose `backward` is not itself differentiable can leave
     it `False` where $u_{xx}$ is not 0), or take $u_{xx}$ from `vmap(hessian(...))`", read
@@ -6182,8 +6189,56 @@ def vmap_hessian_is_a_way_out_for_that_function(setting, custom) -> bool:
 
 def test_s34a_3_vmap_hessian_raises_on_a_custom_function(real_claims):
     replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
-           "For a Function whose `backward` is not", vmap_hessian_is_a_way_out_for_that_function,
-           multi_feature_inputs(), custom_backwards(), fails_on="'J0, backward calls bessel_j1'")
+           VMAP_HESSIAN_OF_A_FUNCTION, vmap_hessian_is_a_way_out_for_that_function,
+           multi_feature_inputs(), custom_backwards(), jvp_factors(), fails_on="'J0, backward calls bessel_j1'")
+
+
+VMAP_HESSIAN_OF_A_FUNCTION = "`vmap(hessian(...))` of a custom Function\nneeds a `jvp` and vmap support"
+
+
+def vmap_hessian_runs_once_the_function_supports_vmap(setting, custom, jvp_factor) -> bool:
+    """s35a-2, differentiate-a-network-output-with-respect-to-its-input.md (cb4a0c8:903-906):
+    "`vmap(hessian(...))` raises, or, once the Function supports `vmap`, can be wrong
+    too", read as: with `generate_vmap_rule = True`, it runs. It still raises "You must
+    implement the jvp function": hessian is forward mode over reverse mode."""
+    from torch.func import hessian, vmap
+
+    function = with_vmap_support(CUSTOM_BACKWARDS[custom][0], None)
+    try:
+        vmap(hessian(lambda row: function.apply(row).sum()))(setting.inputs.detach())
+    except (RuntimeError, NotImplementedError):
+        return False
+    return True
+
+
+def test_s35a_2_vmap_hessian_needs_a_jvp_as_well_as_vmap_support(real_claims):
+    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
+           VMAP_HESSIAN_OF_A_FUNCTION, vmap_hessian_runs_once_the_function_supports_vmap,
+           multi_feature_inputs(), custom_backwards(), jvp_factors(), fails_on="tanh MLP")
+
+
+def gradgradcheck_passes_only_where_vmap_hessian_is_right(setting, custom, jvp_factor) -> bool:
+    """s35a-1, differentiate-a-network-output-with-respect-to-its-input.md (cb4a0c8:903-906):
+    "once the Function supports `vmap`, [vmap(hessian)] can be wrong too: test the
+    Function with gradgradcheck": a default gradgradcheck passes, so vmap(hessian) is
+    right. It checks reverse over reverse only: a sin or sigmoid with a wrong `jvp` passes
+    it, and vmap(hessian) of its tanh differs from the one with the right `jvp`."""
+    from custom_backwards import passes_gradgradcheck
+    from torch.func import hessian, vmap
+
+    function, _ = CUSTOM_BACKWARDS[custom]
+    x = setting.inputs.detach()
+    if not passes_gradgradcheck(custom, x.flatten().tolist()):
+        return True
+    drawn, right = (with_vmap_support(function, factor) for factor in (jvp_factor, 1.0))
+    return torch.allclose(*(vmap(hessian(lambda row, f=f: f.apply(row).tanh().sum()))(x) for f in (drawn, right)))
+
+
+def test_s35a_1_a_wrong_jvp_passes_a_default_gradgradcheck(real_claims):
+    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
+           VMAP_HESSIAN_OF_A_FUNCTION, gradgradcheck_passes_only_where_vmap_hessian_is_right,
+           multi_feature_inputs(), custom_backwards(), jvp_factors(),
+           fails_on="backward from the saved")
 
 
 # -- r32i-6, r32i-7: how-this-site-is-built.md, the words a quote must cover ----------
