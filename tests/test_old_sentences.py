@@ -6528,13 +6528,12 @@ def test_s33c_2_one_grad_per_order_raises_after_a_constant_derivative(real_claim
 
 # -- s33 (integrator's note): differentiation-apis.md, gradgradcheck on a cut backward ------
 
-def gradgradcheck_fails_for_every_cut_backward(g, built, where, seed) -> bool:
-    """differentiation-apis.md (c2af9da:2040-2043): gradgradcheck "fails for a `backward`
-    that cuts `grad` off" (marked @once_differentiable, or in NumPy), at any point. Where
-    what it cuts vanishes (x**3 at 0, relu at negative x) it passes."""
-    if built not in ("@once_differentiable", "NumPy on detached values"):
-        return True
+CUT_GRAD = ("@once_differentiable", "NumPy on detached values")
 
+
+def gradgradcheck_on_a_cut_backward(g, where, seed) -> tuple[bool, torch.Tensor, torch.Tensor]:
+    """gradgradcheck's verdict on g with a backward that cuts grad off, at the point
+    the page's check names ``where``, with grad_output g.point(seed); and x, v."""
     def cut_off(t, grad):
         with torch.enable_grad():
             at = t.detach().requires_grad_()
@@ -6544,19 +6543,31 @@ def gradgradcheck_fails_for_every_cut_backward(g, built, where, seed) -> bool:
     points = {"n standard normal entries": g.point(0), "the same entries, negated where positive": -g.point(0).abs(),
               "zeros": torch.zeros(g.n, dtype=torch.float64)}
     x, v = points[where].requires_grad_(), g.point(seed).requires_grad_()
-    return not torch.autograd.gradgradcheck(Cut.apply, (x,), (v,), raise_exception=False)
+    return torch.autograd.gradgradcheck(Cut.apply, (x,), (v,), raise_exception=False), x, v
 
 
-def test_s33_gradgradcheck_passes_a_cut_backward_where_what_it_cuts_vanishes(real_claims):
+def gradgradcheck_fails_for_every_cut_backward(g, built, where, seed) -> bool:
+    """differentiation-apis.md (c2af9da:2040-2043): gradgradcheck "fails for a `backward`
+    that cuts `grad` off" (marked @once_differentiable, or in NumPy), at any point. Where
+    what it cuts vanishes (x**3 at 0, relu at negative x) it passes."""
+    return built not in CUT_GRAD or not gradgradcheck_on_a_cut_backward(g, where, seed)[0]
+
+
+def gradgradcheck_families():
+    """The families the page's gradgradcheck property draws, built as it builds them."""
     from families import Map, elementwise_maps
 
     points = ("n standard normal entries", "the same entries, negated where positive", "zeros")
     cube = SIZES.map(lambda n: Map("x**3", lambda x: x**3, n, "elementwise"))
+    return (labelled(st.one_of(elementwise_maps(), cube), f"{elementwise_maps.family_name}, and x**3"),
+            APIS_BACKWARDS, labelled(st.sampled_from(sorted(points)), "points: " + ", ".join(points)),
+            labelled(SEEDS, "seeds of the grad_output"))
+
+
+def test_s33_gradgradcheck_passes_a_cut_backward_where_what_it_cuts_vanishes(real_claims):
     replay(real_claims, "reference/differentiation-apis", "{py:func}`torch.autograd.gradgradcheck`\non the Function",
-           gradgradcheck_fails_for_every_cut_backward,
-           labelled(st.one_of(elementwise_maps(), cube), f"{elementwise_maps.family_name}, and x**3"),
-           APIS_BACKWARDS, labelled(st.sampled_from(sorted(points)), "points: " + ", ".join(points)),
-           labelled(SEEDS, "seeds of the grad_output"), fails_on="x**3 (n=2), '@once_differentiable', 'zeros'")
+           gradgradcheck_fails_for_every_cut_backward, *gradgradcheck_families(),
+           fails_on="x**3 (n=2), '@once_differentiable', 'zeros'")
 
 
 # -- s33d-4: how-this-site-is-built.md, symbols are no words to the engine ------------------
@@ -6617,3 +6628,60 @@ def test_s33d_4_a_symbol_between_two_quotes_is_no_word(real_claims):
 def test_s33d_4_the_dashed_button_names_no_symbol(real_claims):
     replay(real_claims, "reference/how-this-site-is-built", "names\n  the words no check quotes",
            the_button_names_all_but_tex_and_connectives, site_gaps(), fails_on="'<'")
+
+
+# -- s34c-1: differentiation-apis.md, what raises under FlopCounterMode ------------------
+
+# The ways the page's check asks for the leaf's gradient, named as it names them.
+FLOP_COUNTER_ASKS = ("torch.autograd.grad", "hvp", "vhp", "functional.vjp", "functional.jvp", ".backward()",
+                     ".backward(inputs=[t])")
+
+
+def asking_for_a_leaf_gradient_raises_under_the_counter(setting, ask) -> bool:
+    """s34c-1, differentiation-apis.md (a96a882:2497-2502): "Under `FlopCounterMode`,
+    asking for the gradient with respect to a leaf tensor that an `nn.Module` was called
+    on raises": every way of asking would raise. `.backward()` asks for it and runs. The
+    other ways go through autograd.grad, asked here directly (the page's check runs each)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    leaf = setting.inputs.detach().clone().requires_grad_()
+    ways = {".backward()": lambda out: out.backward(), ".backward(inputs=[t])": lambda out: out.backward(inputs=[leaf])}
+    try:
+        with FlopCounterMode(display=False):
+            ways.get(ask, lambda out: torch.autograd.grad(out, leaf))(setting.model(leaf).sum())
+    except RuntimeError as error:
+        return "A leaf node was passed to _will_engine_execute_node" in str(error)
+    return False
+
+
+def test_s34c_1_backward_runs_under_the_flop_counter(real_claims):
+    replay(real_claims, "reference/differentiation-apis", "Under\n`FlopCounterMode`,",
+           asking_for_a_leaf_gradient_raises_under_the_counter,
+           labelled(st.one_of(sample_batches(), train_mode_models()),
+                    "batches of vectors and of images, and MLPs with Dropout or BatchNorm1d in training mode"),
+           labelled(st.sampled_from(sorted(FLOP_COUNTER_ASKS)), "asked by " + ", ".join(FLOP_COUNTER_ASKS)),
+           fails_on="'.backward()'")
+
+
+# -- s34c-2: differentiation-apis.md, gradgradcheck compares the first derivative too --------
+
+def gradgradcheck_weighs_the_second_derivative_alone(g, built, where, seed) -> bool:
+    """s34c-2, differentiation-apis.md (a96a882:2040-2046): gradgradcheck "compares ...
+    the second derivative the `backward` gives with finite differences" and fails where
+    what a cut `backward` loses is well above "`atol=1e-5` plus `rtol=1e-3` times the true
+    second derivative", passes below it. Read so, a cut `backward` of a map with no second
+    derivative (x, c * x, relu away from 0) passes. gradgradcheck also compares the
+    derivative in grad_output, the first derivative, which the cut loses too: it fails."""
+    if built not in CUT_GRAD:
+        return True
+    passes, x, v = gradgradcheck_on_a_cut_backward(g, where, seed)
+    lost = torch.autograd.functional.jacobian(  # v g''(x): the second derivative a cut backward loses
+        lambda t: torch.autograd.grad(g(t), t, v.detach(), create_graph=True)[0], x.detach())
+    ratio = (lost.abs() / (1e-5 + 1e-3 * lost.abs())).max()
+    return passes if ratio < 0.5 else not passes if ratio > 2 else True
+
+
+def test_s34c_2_gradgradcheck_fails_a_cut_backward_with_no_second_derivative(real_claims):
+    replay(real_claims, "reference/differentiation-apis", "{py:func}`torch.autograd.gradgradcheck`\non the Function",
+           gradgradcheck_weighs_the_second_derivative_alone, *gradgradcheck_families(),
+           fails_on="abs(x) (n=2), '@once_differentiable'")
