@@ -22,6 +22,7 @@ more of them.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -6585,25 +6586,41 @@ def only_tex_and_connectives_are_left_out(scopes, gap) -> bool:
     stated = cs.EXAMPLE if "example" in scopes else cs.FAMILY
     if not (gap.startswith("\\") or gap in cs.CONNECTIVES):
         stated = cs.PARTLY
+    return verdict_with_a_gap(scopes, gap) == stated
+
+
+def verdict_with_a_gap(scopes, gap) -> str:
+    """The engine's verdict on a sentence whose two quotes, of these scopes, leave ``gap``
+    (a TeX command shown in $...$) between them."""
+    from autograd_docs import claim_sentences as cs
+
     shown = f"${gap}$" if gap.startswith("\\") else gap
     sentence = cs.Sentence("p.md", 1, f"It leaves the sum {shown} in `x.grad`, always.", None)
     quotes = ("It leaves the sum", "in `x.grad`, always.")
     return cs.verdict(sentence, [{"quote": quote, "check": "check_close", "scope": scope}
-                                 for quote, scope in zip(quotes, scopes)]) == stated
+                                 for quote, scope in zip(quotes, scopes)])
 
 
 def the_button_names_all_but_tex_and_connectives(gap) -> bool:
     """s33d-4, how-this-site-is-built.md (c2af9da:317): the dashed button "names the words
     no check quotes (connectives and TeX commands left out)": it would name a symbol."""
     from autograd_docs import claim_sentences as cs
-    from autograd_docs.html.checked_claims import _outside
 
     if gap is None:
         return True
+    return words_the_button_names(gap) == ([] if gap.startswith("\\") or gap in cs.CONNECTIVES else [gap])
+
+
+def words_the_button_names(gap) -> list[str]:
+    """The words the dashed button names for a sentence whose two quotes leave ``gap``
+    between them."""
+    from autograd_docs import claim_sentences as cs
+    from autograd_docs.html.checked_claims import _outside
+
     shown = f"${gap}$" if gap.startswith("\\") else gap
     sentence = cs.Sentence("p.md", 1, f"It leaves the sum {shown} in `x.grad`, always.", None)
     quotes = [{"quote": quote, "check": "check_close"} for quote in ("It leaves the sum", "in `x.grad`, always.")]
-    return _outside([sentence], quotes, quotes[0]) == ([] if gap.startswith("\\") or gap in cs.CONNECTIVES else [gap])
+    return _outside([sentence], quotes, quotes[0])
 
 
 def site_gaps():
@@ -6613,9 +6630,12 @@ def site_gaps():
     return labelled(st.none() | st.sampled_from(sorted(cs.CONNECTIVES))
                     | st.sampled_from(("\\le", "\\ge", "\\ne", "\\lVert"))
                     | st.sampled_from(("<", ">", "-", "−", "²", "×", "≤", "α", "é", "$<$", "$-$"))
-                    | st.sampled_from(("not", "never", "twice", "x", "raises", "unless", "x_1", "naïve")),
+                    | st.sampled_from(("not", "never", "twice", "x", "raises", "unless", "x_1", "naïve"))
+                    | st.sampled_from(("[and](https://github.com/pytorch/pytorch/issues/131753)", "[or](never)",
+                                       "[see](never)", "{doc}`and`", "{doc}`never`", "{ref}`or <not-used>`",
+                                       "{ref}`twice <not-used>`", "{ref}`not-used`")),
                     "between the quotes: nothing, a connective of the engine's list, a TeX command, a symbol or "
-                    "another character, or another word")
+                    "another character, another word, or a link or a role")
 
 
 def test_s33d_4_a_symbol_between_two_quotes_is_no_word(real_claims):
@@ -6685,3 +6705,44 @@ def test_s34c_2_gradgradcheck_fails_a_cut_backward_with_no_second_derivative(rea
     replay(real_claims, "reference/differentiation-apis", "{py:func}`torch.autograd.gradgradcheck`\non the Function",
            gradgradcheck_weighs_the_second_derivative_alone, *gradgradcheck_families(),
            fails_on="abs(x) (n=2), '@once_differentiable'")
+
+
+# -- s34c-4: how-this-site-is-built.md, link addresses and role targets are no words -------
+
+def runs_outside_tex(gap) -> list[str]:
+    """The gap's runs of ASCII letters, digits and _ that are no connective, TeX left out."""
+    from autograd_docs import claim_sentences as cs
+
+    return [] if gap.startswith("\\") else [run for run in re.findall(r"[A-Za-z0-9_]+", gap)
+                                              if run.lower() not in cs.CONNECTIVES]
+
+
+def link_addresses_and_role_targets_are_words(scopes, gap) -> bool:
+    """s34c-4, how-this-site-is-built.md (a96a882:301-305): "A sentence's words, here, are
+    its runs of ASCII letters, digits and `_`, less TeX commands ... and the connectives
+    of the engine's list": a link's address (an issue number) or a role's <target> left
+    between two quotes would count and leave the sentence partly checked. The engine
+    drops them: the address can change with the sentence still proven."""
+    from autograd_docs import claim_sentences as cs
+
+    if gap is None or not all(scopes):
+        return True
+    stated = cs.PARTLY if runs_outside_tex(gap) else cs.EXAMPLE if "example" in scopes else cs.FAMILY
+    return verdict_with_a_gap(scopes, gap) == stated
+
+
+def test_s34c_4_a_link_address_between_two_quotes_is_no_word(real_claims):
+    scopes = labelled(st.tuples(*[st.sampled_from([None, "example", "family"])] * 2),
+                      "two clauses, each quoted by no check, an example or a family")
+    replay(real_claims, "reference/how-this-site-is-built", "A sentence's\n  words, here,",
+           link_addresses_and_role_targets_are_words, scopes, site_gaps(),
+           fails_on="('example', 'example'), '[and](https://github.com/pytorch/pytorch/issues/131753)'")
+
+
+def test_s34c_4_the_dashed_button_names_no_link_address(real_claims):
+    """s34c-4, how-this-site-is-built.md (a96a882:326): the dashed button "names the words
+    no check quotes (connectives, TeX commands and other characters left out)": it would
+    name a link's address and a role's name and <target>."""
+    replay(real_claims, "reference/how-this-site-is-built", "names\n  the words no check quotes",
+           lambda gap: gap is None or words_the_button_names(gap) == runs_outside_tex(gap), site_gaps(),
+           fails_on="[and](https://github.com/pytorch/pytorch/issues/131753)")
