@@ -22,6 +22,7 @@ more of them.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -6985,13 +6986,12 @@ def test_s33c_2_one_grad_per_order_raises_after_a_constant_derivative(real_claim
 
 # -- s33 (integrator's note): differentiation-apis.md, gradgradcheck on a cut backward ------
 
-def gradgradcheck_fails_for_every_cut_backward(g, built, where, seed) -> bool:
-    """differentiation-apis.md (c2af9da:2040-2043): gradgradcheck "fails for a `backward`
-    that cuts `grad` off" (marked @once_differentiable, or in NumPy), at any point. Where
-    what it cuts vanishes (x**3 at 0, relu at negative x) it passes."""
-    if built not in ("@once_differentiable", "NumPy on detached values"):
-        return True
+CUT_GRAD = ("@once_differentiable", "NumPy on detached values")
 
+
+def gradgradcheck_on_a_cut_backward(g, where, seed) -> tuple[bool, torch.Tensor, torch.Tensor]:
+    """gradgradcheck's verdict on g with a backward that cuts grad off, at the point
+    the page's check names ``where``, with grad_output g.point(seed); and x, v."""
     def cut_off(t, grad):
         with torch.enable_grad():
             at = t.detach().requires_grad_()
@@ -7001,19 +7001,31 @@ def gradgradcheck_fails_for_every_cut_backward(g, built, where, seed) -> bool:
     points = {"n standard normal entries": g.point(0), "the same entries, negated where positive": -g.point(0).abs(),
               "zeros": torch.zeros(g.n, dtype=torch.float64)}
     x, v = points[where].requires_grad_(), g.point(seed).requires_grad_()
-    return not torch.autograd.gradgradcheck(Cut.apply, (x,), (v,), raise_exception=False)
+    return torch.autograd.gradgradcheck(Cut.apply, (x,), (v,), raise_exception=False), x, v
 
 
-def test_s33_gradgradcheck_passes_a_cut_backward_where_what_it_cuts_vanishes(real_claims):
+def gradgradcheck_fails_for_every_cut_backward(g, built, where, seed) -> bool:
+    """differentiation-apis.md (c2af9da:2040-2043): gradgradcheck "fails for a `backward`
+    that cuts `grad` off" (marked @once_differentiable, or in NumPy), at any point. Where
+    what it cuts vanishes (x**3 at 0, relu at negative x) it passes."""
+    return built not in CUT_GRAD or not gradgradcheck_on_a_cut_backward(g, where, seed)[0]
+
+
+def gradgradcheck_families():
+    """The families the page's gradgradcheck property draws, built as it builds them."""
     from families import Map, elementwise_maps
 
     points = ("n standard normal entries", "the same entries, negated where positive", "zeros")
     cube = SIZES.map(lambda n: Map("x**3", lambda x: x**3, n, "elementwise"))
+    return (labelled(st.one_of(elementwise_maps(), cube), f"{elementwise_maps.family_name}, and x**3"),
+            APIS_BACKWARDS, labelled(st.sampled_from(sorted(points)), "points: " + ", ".join(points)),
+            labelled(SEEDS, "seeds of the grad_output"))
+
+
+def test_s33_gradgradcheck_passes_a_cut_backward_where_what_it_cuts_vanishes(real_claims):
     replay(real_claims, "reference/differentiation-apis", "{py:func}`torch.autograd.gradgradcheck`\non the Function",
-           gradgradcheck_fails_for_every_cut_backward,
-           labelled(st.one_of(elementwise_maps(), cube), f"{elementwise_maps.family_name}, and x**3"),
-           APIS_BACKWARDS, labelled(st.sampled_from(sorted(points)), "points: " + ", ".join(points)),
-           labelled(SEEDS, "seeds of the grad_output"), fails_on="x**3 (n=2), '@once_differentiable', 'zeros'")
+           gradgradcheck_fails_for_every_cut_backward, *gradgradcheck_families(),
+           fails_on="x**3 (n=2), '@once_differentiable', 'zeros'")
 
 
 # -- s33d-4: how-this-site-is-built.md, symbols are no words to the engine ------------------
@@ -7031,25 +7043,41 @@ def only_tex_and_connectives_are_left_out(scopes, gap) -> bool:
     stated = cs.EXAMPLE if "example" in scopes else cs.FAMILY
     if not (gap.startswith("\\") or gap in cs.CONNECTIVES):
         stated = cs.PARTLY
+    return verdict_with_a_gap(scopes, gap) == stated
+
+
+def verdict_with_a_gap(scopes, gap) -> str:
+    """The engine's verdict on a sentence whose two quotes, of these scopes, leave ``gap``
+    (a TeX command shown in $...$) between them."""
+    from autograd_docs import claim_sentences as cs
+
     shown = f"${gap}$" if gap.startswith("\\") else gap
     sentence = cs.Sentence("p.md", 1, f"It leaves the sum {shown} in `x.grad`, always.", None)
     quotes = ("It leaves the sum", "in `x.grad`, always.")
     return cs.verdict(sentence, [{"quote": quote, "check": "check_close", "scope": scope}
-                                 for quote, scope in zip(quotes, scopes)]) == stated
+                                 for quote, scope in zip(quotes, scopes)])
 
 
 def the_button_names_all_but_tex_and_connectives(gap) -> bool:
     """s33d-4, how-this-site-is-built.md (c2af9da:317): the dashed button "names the words
     no check quotes (connectives and TeX commands left out)": it would name a symbol."""
     from autograd_docs import claim_sentences as cs
-    from autograd_docs.html.checked_claims import _outside
 
     if gap is None:
         return True
+    return words_the_button_names(gap) == ([] if gap.startswith("\\") or gap in cs.CONNECTIVES else [gap])
+
+
+def words_the_button_names(gap) -> list[str]:
+    """The words the dashed button names for a sentence whose two quotes leave ``gap``
+    between them."""
+    from autograd_docs import claim_sentences as cs
+    from autograd_docs.html.checked_claims import _outside
+
     shown = f"${gap}$" if gap.startswith("\\") else gap
     sentence = cs.Sentence("p.md", 1, f"It leaves the sum {shown} in `x.grad`, always.", None)
     quotes = [{"quote": quote, "check": "check_close"} for quote in ("It leaves the sum", "in `x.grad`, always.")]
-    return _outside([sentence], quotes, quotes[0]) == ([] if gap.startswith("\\") or gap in cs.CONNECTIVES else [gap])
+    return _outside([sentence], quotes, quotes[0])
 
 
 def site_gaps():
@@ -7059,9 +7087,12 @@ def site_gaps():
     return labelled(st.none() | st.sampled_from(sorted(cs.CONNECTIVES))
                     | st.sampled_from(("\\le", "\\ge", "\\ne", "\\lVert"))
                     | st.sampled_from(("<", ">", "-", "−", "²", "×", "≤", "α", "é", "$<$", "$-$"))
-                    | st.sampled_from(("not", "never", "twice", "x", "raises", "unless", "x_1", "naïve")),
+                    | st.sampled_from(("not", "never", "twice", "x", "raises", "unless", "x_1", "naïve"))
+                    | st.sampled_from(("[and](https://github.com/pytorch/pytorch/issues/131753)", "[or](never)",
+                                       "[see](never)", "{doc}`and`", "{doc}`never`", "{ref}`or <not-used>`",
+                                       "{ref}`twice <not-used>`", "{ref}`not-used`")),
                     "between the quotes: nothing, a connective of the engine's list, a TeX command, a symbol or "
-                    "another character, or another word")
+                    "another character, another word, or a link or a role")
 
 
 def test_s33d_4_a_symbol_between_two_quotes_is_no_word(real_claims):
@@ -7097,3 +7128,100 @@ def test_s34a_2_save_on_cpu_with_pinned_memory_computes_the_right_gradient(real_
            save_on_cpu_computes_with_the_changed_value, non_leaf_inputs(),
            labelled(st.sampled_from(["save_on_cpu()", "save_on_cpu(pin_memory=True)"]),
                     "save_on_cpu() and save_on_cpu(pin_memory=True)"), fails_on="pin_memory=True")
+
+# -- s34c-1: differentiation-apis.md, what raises under FlopCounterMode ------------------
+
+# The ways the page's check asks for the leaf's gradient, named as it names them.
+FLOP_COUNTER_ASKS = ("torch.autograd.grad", "hvp", "vhp", "functional.vjp", "functional.jvp", ".backward()",
+                     ".backward(inputs=[t])")
+
+
+def asking_for_a_leaf_gradient_raises_under_the_counter(setting, ask) -> bool:
+    """s34c-1, differentiation-apis.md (a96a882:2497-2502): "Under `FlopCounterMode`,
+    asking for the gradient with respect to a leaf tensor that an `nn.Module` was called
+    on raises": every way of asking would raise. `.backward()` asks for it and runs. The
+    other ways go through autograd.grad, asked here directly (the page's check runs each)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    leaf = setting.inputs.detach().clone().requires_grad_()
+    ways = {".backward()": lambda out: out.backward(), ".backward(inputs=[t])": lambda out: out.backward(inputs=[leaf])}
+    try:
+        with FlopCounterMode(display=False):
+            ways.get(ask, lambda out: torch.autograd.grad(out, leaf))(setting.model(leaf).sum())
+    except RuntimeError as error:
+        return "A leaf node was passed to _will_engine_execute_node" in str(error)
+    return False
+
+
+def test_s34c_1_backward_runs_under_the_flop_counter(real_claims):
+    replay(real_claims, "reference/differentiation-apis", "Under\n`FlopCounterMode`,",
+           asking_for_a_leaf_gradient_raises_under_the_counter,
+           labelled(st.one_of(sample_batches(), train_mode_models()),
+                    "batches of vectors and of images, and MLPs with Dropout or BatchNorm1d in training mode"),
+           labelled(st.sampled_from(sorted(FLOP_COUNTER_ASKS)), "asked by " + ", ".join(FLOP_COUNTER_ASKS)),
+           fails_on="'.backward()'")
+
+
+# -- s34c-2: differentiation-apis.md, gradgradcheck compares the first derivative too --------
+
+def gradgradcheck_weighs_the_second_derivative_alone(g, built, where, seed) -> bool:
+    """s34c-2, differentiation-apis.md (a96a882:2040-2046): gradgradcheck "compares ...
+    the second derivative the `backward` gives with finite differences" and fails where
+    what a cut `backward` loses is well above "`atol=1e-5` plus `rtol=1e-3` times the true
+    second derivative", passes below it. Read so, a cut `backward` of a map with no second
+    derivative (x, c * x, relu away from 0) passes. gradgradcheck also compares the
+    derivative in grad_output, the first derivative, which the cut loses too: it fails."""
+    if built not in CUT_GRAD:
+        return True
+    passes, x, v = gradgradcheck_on_a_cut_backward(g, where, seed)
+    lost = torch.autograd.functional.jacobian(  # v g''(x): the second derivative a cut backward loses
+        lambda t: torch.autograd.grad(g(t), t, v.detach(), create_graph=True)[0], x.detach())
+    ratio = (lost.abs() / (1e-5 + 1e-3 * lost.abs())).max()
+    return passes if ratio < 0.5 else not passes if ratio > 2 else True
+
+
+def test_s34c_2_gradgradcheck_fails_a_cut_backward_with_no_second_derivative(real_claims):
+    replay(real_claims, "reference/differentiation-apis", "{py:func}`torch.autograd.gradgradcheck`\non the Function",
+           gradgradcheck_weighs_the_second_derivative_alone, *gradgradcheck_families(),
+           fails_on="abs(x) (n=2), '@once_differentiable'")
+
+
+# -- s34c-4: how-this-site-is-built.md, link addresses and role targets are no words -------
+
+def runs_outside_tex(gap) -> list[str]:
+    """The gap's runs of ASCII letters, digits and _ that are no connective, TeX left out."""
+    from autograd_docs import claim_sentences as cs
+
+    return [] if gap.startswith("\\") else [run for run in re.findall(r"[A-Za-z0-9_]+", gap)
+                                              if run.lower() not in cs.CONNECTIVES]
+
+
+def link_addresses_and_role_targets_are_words(scopes, gap) -> bool:
+    """s34c-4, how-this-site-is-built.md (a96a882:301-305): "A sentence's words, here, are
+    its runs of ASCII letters, digits and `_`, less TeX commands ... and the connectives
+    of the engine's list": a link's address (an issue number) or a role's <target> left
+    between two quotes would count and leave the sentence partly checked. The engine
+    drops them: the address can change with the sentence still proven."""
+    from autograd_docs import claim_sentences as cs
+
+    if gap is None or not all(scopes):
+        return True
+    stated = cs.PARTLY if runs_outside_tex(gap) else cs.EXAMPLE if "example" in scopes else cs.FAMILY
+    return verdict_with_a_gap(scopes, gap) == stated
+
+
+def test_s34c_4_a_link_address_between_two_quotes_is_no_word(real_claims):
+    scopes = labelled(st.tuples(*[st.sampled_from([None, "example", "family"])] * 2),
+                      "two clauses, each quoted by no check, an example or a family")
+    replay(real_claims, "reference/how-this-site-is-built", "A sentence's\n  words, here,",
+           link_addresses_and_role_targets_are_words, scopes, site_gaps(),
+           fails_on="('example', 'example'), '[and](https://github.com/pytorch/pytorch/issues/131753)'")
+
+
+def test_s34c_4_the_dashed_button_names_no_link_address(real_claims):
+    """s34c-4, how-this-site-is-built.md (a96a882:326): the dashed button "names the words
+    no check quotes (connectives, TeX commands and other characters left out)": it would
+    name a link's address and a role's name and <target>."""
+    replay(real_claims, "reference/how-this-site-is-built", "names\n  the words no check quotes",
+           lambda gap: gap is None or words_the_button_names(gap) == runs_outside_tex(gap), site_gaps(),
+           fails_on="[and](https://github.com/pytorch/pytorch/issues/131753)")
