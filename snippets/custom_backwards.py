@@ -126,17 +126,18 @@ def custom_backwards() -> st.SearchStrategy[str]:
 
 
 def with_vmap_support(function: type[torch.autograd.Function], jvp_factor: float | None = 1.0,
-                      vmap_rule: bool = True) -> type[torch.autograd.Function]:
+                      vmap_rule: bool | str = True) -> type[torch.autograd.Function]:
     """``function`` as a reader makes it run under ``torch.func`` transforms: with
-    ``generate_vmap_rule = True`` (unless ``vmap_rule`` is False) and a ``jvp`` that is
-    its own ``backward`` (the same product, as every Function here is elementwise)
-    times ``jvp_factor``: right at 1, wrong otherwise, and left out at None. A Function
-    in the older ``forward(ctx, x)`` form cannot have them: it comes back as it is."""
+    ``generate_vmap_rule = True`` (unless ``vmap_rule`` is False, or names one of
+    ``OWN_VMAP_RULES``, its own ``vmap`` staticmethod) and a ``jvp`` that is its own
+    ``backward`` (the same product, as every Function here is elementwise) times
+    ``jvp_factor``: right at 1, wrong otherwise, and left out at None. A Function in
+    the older ``forward(ctx, x)`` form cannot have them: it comes back as it is."""
     if function.setup_context is torch.autograd.Function.setup_context:
         return function
 
     class WithVmapSupport(function):
-        generate_vmap_rule = vmap_rule
+        generate_vmap_rule = vmap_rule is True
 
         @staticmethod
         def setup_context(ctx, inputs, output):
@@ -145,7 +146,17 @@ def with_vmap_support(function: type[torch.autograd.Function], jvp_factor: float
 
     if jvp_factor is not None:
         WithVmapSupport.jvp = staticmethod(lambda ctx, tangent: jvp_factor * function.backward(ctx, tangent))
+    if vmap_rule in OWN_VMAP_RULES:
+        flip = OWN_VMAP_RULES[vmap_rule]
+
+        def vmap(info, in_dims, x):  # elementwise: apply to the whole batch, in its order or flipped
+            return WithVmapSupport.apply(x.flip(in_dims[0]) if flip else x), in_dims[0]
+        WithVmapSupport.vmap = staticmethod(vmap)
     return WithVmapSupport
+
+
+# an own vmap staticmethod -> whether it flips the batch (wrong; right without)
+OWN_VMAP_RULES = {"own vmap rule": False, "own vmap rule, batch flipped": True}
 
 
 @named("jvps equal to the backward's product (right), or it times 2, -1 or 0 (wrong)")
@@ -317,16 +328,21 @@ def passes_gradgradcheck(name: str, values: list[float]) -> bool:
     return torch.autograd.gradgradcheck(function.apply, (x,), raise_exception=False)
 
 
-def passes_forward_mode_checks(function: type[torch.autograd.Function], values: list[float]) -> bool:
-    """``gradcheck(..., check_forward_ad=True)`` (the ``jvp``) and ``gradgradcheck(...,
-    check_fwd_over_rev=True)`` at x = ``values``; a Function without a ``jvp`` fails."""
+def forward_mode_verdicts(function: type[torch.autograd.Function], values: list[float]) -> tuple[bool, bool]:
+    """``gradcheck(..., check_forward_ad=True)`` (the ``jvp`` against finite differences)
+    and ``gradgradcheck(..., check_fwd_over_rev=True)`` (forward mode over the
+    ``backward``) at x = ``values``; a Function without a ``jvp`` fails both."""
     x = torch.tensor(values, dtype=torch.float64, requires_grad=True)
     try:
-        return (torch.autograd.gradcheck(function.apply, (x,), check_forward_ad=True, raise_exception=False)
-                and torch.autograd.gradgradcheck(function.apply, (x,), check_fwd_over_rev=True,
-                                                 raise_exception=False))
+        return (torch.autograd.gradcheck(function.apply, (x,), check_forward_ad=True, raise_exception=False),
+                torch.autograd.gradgradcheck(function.apply, (x,), check_fwd_over_rev=True, raise_exception=False))
     except NotImplementedError:  # "You must implement the jvp function ..."
-        return False
+        return False, False
+
+
+def passes_forward_mode_checks(function: type[torch.autograd.Function], values: list[float]) -> bool:
+    """Both ``forward_mode_verdicts``."""
+    return all(forward_mode_verdicts(function, values))
 
 
 class Around:

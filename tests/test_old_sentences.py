@@ -6194,7 +6194,7 @@ def test_s34a_3_vmap_hessian_raises_on_a_custom_function(real_claims):
            multi_feature_inputs(), custom_backwards(), jvp_factors(), fails_on="'J0, backward calls bessel_j1'")
 
 
-VMAP_HESSIAN_OF_A_FUNCTION = "`vmap(hessian(...))` of a custom Function\nneeds a `jvp` and vmap support"
+VMAP_HESSIAN_OF_A_FUNCTION = "`vmap(hessian(...))` of a custom Function\nthat `x` passes through needs a `jvp`"
 
 
 def vmap_hessian_runs_once_the_function_supports_vmap(setting, custom, jvp_factor) -> bool:
@@ -6202,11 +6202,15 @@ def vmap_hessian_runs_once_the_function_supports_vmap(setting, custom, jvp_facto
     "`vmap(hessian(...))` raises, or, once the Function supports `vmap`, can be wrong
     too", read as: with `generate_vmap_rule = True`, it runs. It still raises "You must
     implement the jvp function": hessian is forward mode over reverse mode."""
+    function = with_vmap_support(CUSTOM_BACKWARDS[custom][0], None)
+    return vmap_hessian_runs(lambda row: function.apply(row).sum(), setting.inputs.detach())
+
+
+def vmap_hessian_runs(loss, inputs) -> bool:
     from torch.func import hessian, vmap
 
-    function = with_vmap_support(CUSTOM_BACKWARDS[custom][0], None)
     try:
-        vmap(hessian(lambda row: function.apply(row).sum()))(setting.inputs.detach())
+        vmap(hessian(loss))(inputs)
     except (RuntimeError, NotImplementedError):
         return False
     return True
@@ -6240,6 +6244,48 @@ def test_s35a_1_a_wrong_jvp_passes_a_default_gradgradcheck(real_claims):
            VMAP_HESSIAN_OF_A_FUNCTION, gradgradcheck_passes_only_where_vmap_hessian_is_right,
            multi_feature_inputs(), custom_backwards(), jvp_factors(),
            fails_on="backward from the saved")
+
+
+def the_forward_mode_checks_test_any_vmap_support(setting, custom, jvp_factor) -> bool:
+    """s35c-1, differentiate-a-network-output-with-respect-to-its-input.md (5a509ab:906-910):
+    "needs a `jvp` and vmap support (such as `generate_vmap_rule = True`), and a wrong
+    `jvp` or a `backward` that is not differentiable can make it wrong: test the Function
+    with `gradcheck(..., check_forward_ad=True)` and `gradgradcheck(...,
+    check_fwd_over_rev=True)`", read as: a Function that passes both is right under
+    vmap(hessian), whatever its vmap support. Neither runs an own `vmap` staticmethod:
+    one that flips the batch passes both, and vmap(hessian) differs from hessian on
+    each row."""
+    from custom_backwards import passes_forward_mode_checks
+    from torch.func import hessian, vmap
+
+    function = with_vmap_support(CUSTOM_BACKWARDS[custom][0], jvp_factor, "own vmap rule, batch flipped")
+    x = setting.inputs.detach()
+    if not passes_forward_mode_checks(function, x.flatten().tolist()):
+        return True
+    row_hessian = hessian(lambda row: function.apply(row).tanh().sum())
+    return torch.allclose(vmap(row_hessian)(x), torch.stack([row_hessian(row) for row in x]))
+
+
+def test_s35c_1_an_own_vmap_rule_passes_the_forward_mode_checks(real_claims):
+    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
+           VMAP_HESSIAN_OF_A_FUNCTION, the_forward_mode_checks_test_any_vmap_support,
+           multi_feature_inputs(), custom_backwards(), jvp_factors(), fails_on="backward from the saved")
+
+
+def every_custom_function_needs_a_jvp(setting, custom, jvp_factor) -> bool:
+    """s35c-3, differentiate-a-network-output-with-respect-to-its-input.md (5a509ab:906-907):
+    "`vmap(hessian(...))` of a custom Function needs a `jvp` and vmap support", read
+    generally: with `generate_vmap_rule = True` alone it raises. On a weight that `x`
+    does not pass through, it runs."""
+    function = with_vmap_support(CUSTOM_BACKWARDS[custom][0], None)
+    weight = torch.linspace(0.5, 1.5, setting.inputs.shape[1], dtype=setting.inputs.dtype)
+    return not vmap_hessian_runs(lambda row: (row * function.apply(weight)).tanh().sum(), setting.inputs.detach())
+
+
+def test_s35c_3_a_function_x_does_not_pass_through_needs_no_jvp(real_claims):
+    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
+           VMAP_HESSIAN_OF_A_FUNCTION, every_custom_function_needs_a_jvp,
+           multi_feature_inputs(), custom_backwards(), jvp_factors(), fails_on="tanh MLP")
 
 
 # -- r32i-6, r32i-7: how-this-site-is-built.md, the words a quote must cover ----------
