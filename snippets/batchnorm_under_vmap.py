@@ -191,19 +191,25 @@ def row_none_jacobians_raise_unless_untracked_images(setting: BatchNormSetting) 
 # of running statistics, a write through out= of a value that does not require grad and
 # a torch._foreach_*_ write, and vmap refuses exactly the per-sample writes.
 
-def sgd_step(b: torch.Tensor, foreach: bool) -> None:
-    """One optimizer.step() of SGD on b, as a training loop makes it (gradient 1, lr 1)."""
-    b.grad = torch.ones_like(b)
-    torch.optim.SGD([b], lr=1.0, foreach=foreach).step()
+def optimizer_steps(params, optimizer: type[torch.optim.Optimizer], **options) -> None:
+    """Two optimizer.step()s on params, as a training loop makes them (gradient 1, lr 1):
+    the second reads the state (Adam's moments) that the first made."""
+    params = list(params)
+    for p in params:
+        p.grad = torch.ones_like(p)
+    step = optimizer(params, lr=1.0, **options).step
+    step()
+    step()
 
 
 # Each change of a captured tensor b (or of a captured norm layer's running statistics,
-# layers[name] in training mode) made by f(t), called as a method, an operator, a function
-# or with inplace=True; PER_SAMPLE: those whose written value
+# layers[name] in training mode, or of a captured Linear's nn.Parameters, layer["Linear"])
+# made by f(t), called as a method, an operator, a function or with inplace=True;
+# PER_SAMPLE: those whose written value
 # depends on t, i.e. is batched under vmap; IN_KERNEL: updates made inside the
 # batch-norm kernel, which only vmap refuses; OUT_WRITES: writes through out= and
-# torch._foreach_*_ writes (SGD's step with foreach=True is one), which the derivative
-# transforms run too.
+# torch._foreach_*_ writes (SGD's and Adam's steps with foreach=True are some), which the
+# derivative transforms run too.
 IN_PLACE = {"add_": lambda b, t, layer: b.add_(1.0), "mul_": lambda b, t, layer: b.mul_(2.0),
             "zero_": lambda b, t, layer: b.zero_(),
             "item assignment": lambda b, t, layer: b.__setitem__(0, 5.0),
@@ -229,13 +235,22 @@ IN_PLACE = {"add_": lambda b, t, layer: b.add_(1.0), "mul_": lambda b, t, layer:
             "torch.cumsum(ones, 0, out=b)": lambda b, t, layer: torch.cumsum(torch.ones(3), 0, out=b),
             "torch.add(t.detach(), 1, out=b)": lambda b, t, layer: torch.add(t.detach(), 1.0, out=b),
             "torch._foreach_add_([b], 1)": lambda b, t, layer: torch._foreach_add_([b], 1.0),
-            "SGD([b], foreach=True).step()": lambda b, t, layer: sgd_step(b, foreach=True),
-            "SGD([b], foreach=False).step()": lambda b, t, layer: sgd_step(b, foreach=False)}
+            "SGD([b], foreach=True).step()":
+                lambda b, t, layer: optimizer_steps([b], torch.optim.SGD, foreach=True),
+            "SGD([b], foreach=False).step()":
+                lambda b, t, layer: optimizer_steps([b], torch.optim.SGD, foreach=False),
+            "torch.optim.Adam(linear.parameters(), foreach=True).step()":
+                lambda b, t, layer: optimizer_steps(layer["Linear"].parameters(), torch.optim.Adam,
+                                                    foreach=True),
+            # the CPU default is a for loop over the parameters: its param.addcdiv_ is refused
+            "torch.optim.Adam(linear.parameters()).step(), the CPU default":
+                lambda b, t, layer: optimizer_steps(layer["Linear"].parameters(), torch.optim.Adam)}
 IN_KERNEL = {"BatchNorm1d with num_batches_tracked None",
              "InstanceNorm1d(track_running_stats=True) in training mode",
              "F.batch_norm(x, b, var, training=True)"}
 OUT_WRITES = {"torch.add(b, 1, out=b)", "torch.cumsum(ones, 0, out=b)", "torch.add(t.detach(), 1, out=b)",
-              "torch._foreach_add_([b], 1)", "SGD([b], foreach=True).step()"}
+              "torch._foreach_add_([b], 1)", "SGD([b], foreach=True).step()",
+              "torch.optim.Adam(linear.parameters(), foreach=True).step()"}
 PER_SAMPLE = {"copy_", "copy_ of a detached value", "add_(t)", "add_(t.detach())", "mul_(t)",
               "item assignment of t[0]", "BatchNorm1d in training mode",
               "torch.add(t.detach(), 1, out=b)"} | IN_KERNEL
@@ -257,15 +272,18 @@ func_transforms = labelled(st.sampled_from(sorted(RUN_TRANSFORM)), "torch.func t
 
 def run_captured_change(change: str, transform: str) -> tuple[RuntimeError | None, bool]:
     """Run ``transform`` on an f(t) that makes ``change`` (a name in ``IN_PLACE``) to a
-    captured tensor or to captured norm layers: the error it raised (None if it ran),
-    and whether the captured tensor or the layers' running means changed."""
+    captured tensor, to captured norm layers or to a captured Linear: the error it raised
+    (None if it ran), and whether the tensor, the Linear's weight or the layers' running
+    means changed."""
     captured = torch.zeros(3)
     layer = {"BatchNorm1d": torch.nn.BatchNorm1d(3), "uncounted": torch.nn.BatchNorm1d(3),
-             "InstanceNorm1d": torch.nn.InstanceNorm1d(3, track_running_stats=True)}
+             "InstanceNorm1d": torch.nn.InstanceNorm1d(3, track_running_stats=True),
+             "Linear": torch.nn.Linear(3, 3)}
     layer["uncounted"].num_batches_tracked = None
 
     def statistics():
-        return torch.cat([captured] + [m.running_mean for m in layer.values()])
+        return torch.cat([captured, layer["Linear"].weight.detach().flatten()]
+                         + [m.running_mean for m in layer.values() if hasattr(m, "running_mean")])
     before = statistics().clone()
 
     def changing(t):

@@ -6420,6 +6420,29 @@ def test_s35a_3_the_transforms_run_a_foreach_write(real_claims):
                                             "[b]")
 
 
+# -- s35c-5: the transforms run a stateful optimizer's foreach step, not only SGD's --
+
+def refused_unless_sgds_foreach_step(change, transform="grad") -> bool:
+    """s35c-5 C, get-a-full-jacobian-or-hessian.md (ece0a04:589-591): "some writes can run,
+    such as ... and `optimizer.step()` with `foreach=True`". The family held one optimizer,
+    SGD([b], foreach=True) on a plain tensor, and passed a reading where a stateful
+    optimizer on nn.Parameters is refused; Adam(foreach=True) runs too (its CPU default,
+    a for loop, is refused)."""
+    from batchnorm_under_vmap import captured_change_refused_unless_vmap, run_captured_change
+
+    if "Adam" in change and transform != "vmap":
+        return run_captured_change(change, transform)[0] is not None
+    return captured_change_refused_unless_vmap(change, transform)
+
+
+def test_s35c_5_the_transforms_run_a_stateful_optimizers_foreach_step(real_claims):
+    from batchnorm_under_vmap import func_transforms, in_place_changes
+
+    replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "though some\nwrites can run",
+           refused_unless_sgds_foreach_step, in_place_changes, func_transforms,
+           fails_on="torch.optim.Adam(linear.parameters(), foreach=True).step()")
+
+
 # -- r32d-4: differentiate-elementwise-functions-at-many-points.md, the ones seed's 1^T J --
 
 def ones_seed_gives_row_sums(fmap) -> bool:
