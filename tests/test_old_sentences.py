@@ -6652,12 +6652,14 @@ def test_s33d_4_the_dashed_button_names_no_symbol(real_claims):
 
 # -- s34c-1: differentiation-apis.md, what raises under FlopCounterMode ------------------
 
-# The ways the page's check asks for the leaf's gradient, named as it names them.
+# The page's check's settings, and the ways it asks for the leaf's gradient, named as it names them.
+FLOP_COUNTER_SETTINGS = labelled(st.one_of(sample_batches(), train_mode_models()),
+                                 "batches of vectors and of images, and MLPs with Dropout or BatchNorm1d in training mode")
 FLOP_COUNTER_ASKS = ("torch.autograd.grad", "hvp", "vhp", "functional.vjp", "functional.jvp", ".backward()",
                      ".backward(inputs=[t])")
 
 
-def asking_for_a_leaf_gradient_raises_under_the_counter(setting, ask) -> bool:
+def asking_for_a_leaf_gradient_raises_under_the_counter(setting) -> None:
     """s34c-1, differentiation-apis.md (a96a882:2497-2502): "Under `FlopCounterMode`,
     asking for the gradient with respect to a leaf tensor that an `nn.Module` was called
     on raises": every way of asking would raise. `.backward()` asks for it and runs. The
@@ -6666,21 +6668,42 @@ def asking_for_a_leaf_gradient_raises_under_the_counter(setting, ask) -> bool:
 
     leaf = setting.inputs.detach().clone().requires_grad_()
     ways = {".backward()": lambda out: out.backward(), ".backward(inputs=[t])": lambda out: out.backward(inputs=[leaf])}
-    try:
-        with FlopCounterMode(display=False):
-            ways.get(ask, lambda out: torch.autograd.grad(out, leaf))(setting.model(leaf).sum())
-    except RuntimeError as error:
-        return "A leaf node was passed to _will_engine_execute_node" in str(error)
-    return False
+    for ask in FLOP_COUNTER_ASKS:
+        try:
+            with FlopCounterMode(display=False):
+                ways.get(ask, lambda out: torch.autograd.grad(out, leaf))(setting.model(leaf).sum())
+        except RuntimeError as error:
+            assert "A leaf node was passed to _will_engine_execute_node" in str(error), str(error)
+        else:
+            raise AssertionError(f"{ask} runs under the counter")
 
 
 def test_s34c_1_backward_runs_under_the_flop_counter(real_claims):
     replay(real_claims, "reference/differentiation-apis", "Under\n`FlopCounterMode`,",
            asking_for_a_leaf_gradient_raises_under_the_counter,
-           labelled(st.one_of(sample_batches(), train_mode_models()),
-                    "batches of vectors and of images, and MLPs with Dropout or BatchNorm1d in training mode"),
-           labelled(st.sampled_from(sorted(FLOP_COUNTER_ASKS)), "asked by " + ", ".join(FLOP_COUNTER_ASKS)),
-           fails_on="'.backward()'")
+           FLOP_COUNTER_SETTINGS,
+           fails_on="tanh MLP", because=".backward() runs under the counter")
+
+
+# -- s35b-2: differentiation-apis.md, torch.func raises under FlopCounterMode too -----------
+
+def torch_func_grad_of_a_module_on_its_input_runs_under_the_counter(setting) -> bool:
+    """s35b-2, differentiation-apis.md (77b55a1:2511-2516) named `torch.autograd.grad`,
+    `hvp` and `vhp` as what raises under `FlopCounterMode` for a module called on its
+    input, and `.backward()` as what runs: read so, `torch.func.grad` (and `jvp(grad(f))`,
+    the page's forward over reverse) would run. It raises the same error."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False):
+        torch.func.grad(lambda t: setting.model(t).sum())(setting.inputs.detach())
+    return True
+
+
+def test_s35b_2_torch_func_raises_under_the_flop_counter_too(real_claims):
+    replay(real_claims, "reference/differentiation-apis", "Under\n`FlopCounterMode`,",
+           torch_func_grad_of_a_module_on_its_input_runs_under_the_counter,
+           FLOP_COUNTER_SETTINGS,
+           fails_on="tanh MLP", because="A leaf node was passed to _will_engine_execute_node")
 
 
 # -- s34c-2: differentiation-apis.md, gradgradcheck compares the first derivative too --------
