@@ -6650,6 +6650,40 @@ def test_s33d_4_the_dashed_button_names_no_symbol(real_claims):
            the_button_names_all_but_tex_and_connectives, site_gaps(), fails_on="'<'")
 
 
+# -- s35b-3: how-this-site-is-built.md, a quote that reaches into a link or a role ------------
+
+def markup_is_left_out_where_a_quote_reaches_into(gap, at_its_end) -> bool:
+    """s35b-3, how-this-site-is-built.md (77b55a1:301-306): a sentence's words are its
+    runs "less ... link addresses, role names, a role's `<target>`". Where a quote ends
+    after a link's ] or a role's shown text, or starts at them, the engine counts the
+    address, the role's name and its target that lie outside it."""
+    from autograd_docs import claim_sentences as cs
+
+    if gap.startswith("["):
+        markup, shown_end, start = gap[gap.index("](") + 2:-1], gap.index("](") + 1, 1
+    else:
+        markup = gap[1:gap.index("}")] + " " + gap.partition(" <")[2]
+        shown_end, start = gap.index("`") + 1 + len(gap.split("`")[1].split(" <")[0]), gap.index("`")
+    cut = shown_end if at_its_end else start
+    quotes = (("It leaves the sum " + gap[:cut], "in `x.grad`, always.") if at_its_end
+              else ("It leaves the sum", gap[cut:] + " in `x.grad`, always."))
+    sentence = cs.Sentence("p.md", 1, f"It leaves the sum {gap} in `x.grad`, always.", None)
+    words = cs.unquoted_words(sentence, [{"quote": quote, "check": "check_close"} for quote in quotes])
+    return not set(words) & set(re.findall(r"\w+", markup))
+
+
+LINKS_AND_ROLES = labelled(st.sampled_from(("[and](https://github.com/pytorch/pytorch/issues/131753)", "[or](never)",
+                                            "[see](never)", "{doc}`and`", "{doc}`never`", "{ref}`or <not-used>`",
+                                            "{ref}`twice <not-used>`", "{ref}`not-used`")), "a link or a role")
+QUOTE_REACHES_IN = labelled(st.booleans(), "a quote ending in it after its shown text, or starting in it")
+
+
+def test_s35b_3_a_quote_reaching_into_a_link_leaves_its_address_a_word(real_claims):
+    replay(real_claims, "reference/how-this-site-is-built",
+           "and a link's address or a role's name and `<target>` when the link or role lies wholly outside every quote:",
+           markup_is_left_out_where_a_quote_reaches_into, LINKS_AND_ROLES, QUOTE_REACHES_IN, fails_on="'{doc}`and`', False")
+
+
 # -- s34c-1: differentiation-apis.md, what raises under FlopCounterMode ------------------
 
 # The page's check's settings, and the ways it asks for the leaf's gradient, named as it names them.
