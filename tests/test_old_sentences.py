@@ -7198,14 +7198,50 @@ def test_s34a_2_save_on_cpu_with_pinned_memory_computes_the_right_gradient(real_
            labelled(st.sampled_from(["save_on_cpu()", "save_on_cpu(pin_memory=True)"]),
                     "save_on_cpu() and save_on_cpu(pin_memory=True)"), fails_on="pin_memory=True")
 
+# -- s35b-3: how-this-site-is-built.md, a quote that reaches into a link or a role ------------
+
+def markup_is_left_out_where_a_quote_reaches_into(gap, at_its_end) -> bool:
+    """s35b-3, how-this-site-is-built.md (77b55a1:301-306): a sentence's words are its
+    runs "less ... link addresses, role names, a role's `<target>`". Where a quote ends
+    after a link's ] or a role's shown text, or starts at them, the engine counts the
+    address, the role's name and its target that lie outside it."""
+    from autograd_docs import claim_sentences as cs
+
+    if gap.startswith("["):
+        markup, shown_end, start = gap[gap.index("](") + 2:-1], gap.index("](") + 1, 1
+    else:
+        markup = gap[1:gap.index("}")] + " " + gap.partition(" <")[2]
+        shown_end, start = gap.index("`") + 1 + len(gap.split("`")[1].split(" <")[0]), gap.index("`")
+    cut = shown_end if at_its_end else start
+    quotes = (("It leaves the sum " + gap[:cut], "in `x.grad`, always.") if at_its_end
+              else ("It leaves the sum", gap[cut:] + " in `x.grad`, always."))
+    sentence = cs.Sentence("p.md", 1, f"It leaves the sum {gap} in `x.grad`, always.", None)
+    words = cs.unquoted_words(sentence, [{"quote": quote, "check": "check_close"} for quote in quotes])
+    return not set(words) & set(re.findall(r"\w+", markup))
+
+
+LINKS_AND_ROLES = labelled(st.sampled_from(("[and](https://github.com/pytorch/pytorch/issues/131753)", "[or](never)",
+                                            "[see](never)", "{doc}`and`", "{doc}`never`", "{ref}`or <not-used>`",
+                                            "{ref}`twice <not-used>`", "{ref}`not-used`")), "a link or a role")
+QUOTE_REACHES_IN = labelled(st.booleans(), "a quote ending in it after its shown text, or starting in it")
+
+
+def test_s35b_3_a_quote_reaching_into_a_link_leaves_its_address_a_word(real_claims):
+    replay(real_claims, "reference/how-this-site-is-built",
+           "and a link's address or a role's name and `<target>` when the link or role lies wholly outside every quote:",
+           markup_is_left_out_where_a_quote_reaches_into, LINKS_AND_ROLES, QUOTE_REACHES_IN, fails_on="'{doc}`and`', False")
+
+
 # -- s34c-1: differentiation-apis.md, what raises under FlopCounterMode ------------------
 
-# The ways the page's check asks for the leaf's gradient, named as it names them.
+# The page's check's settings, and the ways it asks for the leaf's gradient, named as it names them.
+FLOP_COUNTER_SETTINGS = labelled(st.one_of(sample_batches(), train_mode_models()),
+                                 "batches of vectors and of images, and MLPs with Dropout or BatchNorm1d in training mode")
 FLOP_COUNTER_ASKS = ("torch.autograd.grad", "hvp", "vhp", "functional.vjp", "functional.jvp", ".backward()",
                      ".backward(inputs=[t])")
 
 
-def asking_for_a_leaf_gradient_raises_under_the_counter(setting, ask) -> bool:
+def asking_for_a_leaf_gradient_raises_under_the_counter(setting) -> None:
     """s34c-1, differentiation-apis.md (a96a882:2497-2502): "Under `FlopCounterMode`,
     asking for the gradient with respect to a leaf tensor that an `nn.Module` was called
     on raises": every way of asking would raise. `.backward()` asks for it and runs. The
@@ -7214,21 +7250,42 @@ def asking_for_a_leaf_gradient_raises_under_the_counter(setting, ask) -> bool:
 
     leaf = setting.inputs.detach().clone().requires_grad_()
     ways = {".backward()": lambda out: out.backward(), ".backward(inputs=[t])": lambda out: out.backward(inputs=[leaf])}
-    try:
-        with FlopCounterMode(display=False):
-            ways.get(ask, lambda out: torch.autograd.grad(out, leaf))(setting.model(leaf).sum())
-    except RuntimeError as error:
-        return "A leaf node was passed to _will_engine_execute_node" in str(error)
-    return False
+    for ask in FLOP_COUNTER_ASKS:
+        try:
+            with FlopCounterMode(display=False):
+                ways.get(ask, lambda out: torch.autograd.grad(out, leaf))(setting.model(leaf).sum())
+        except RuntimeError as error:
+            assert "A leaf node was passed to _will_engine_execute_node" in str(error), str(error)
+        else:
+            raise AssertionError(f"{ask} runs under the counter")
 
 
 def test_s34c_1_backward_runs_under_the_flop_counter(real_claims):
     replay(real_claims, "reference/differentiation-apis", "Under\n`FlopCounterMode`,",
            asking_for_a_leaf_gradient_raises_under_the_counter,
-           labelled(st.one_of(sample_batches(), train_mode_models()),
-                    "batches of vectors and of images, and MLPs with Dropout or BatchNorm1d in training mode"),
-           labelled(st.sampled_from(sorted(FLOP_COUNTER_ASKS)), "asked by " + ", ".join(FLOP_COUNTER_ASKS)),
-           fails_on="'.backward()'")
+           FLOP_COUNTER_SETTINGS,
+           fails_on="tanh MLP", because=".backward() runs under the counter")
+
+
+# -- s35b-2: differentiation-apis.md, torch.func raises under FlopCounterMode too -----------
+
+def torch_func_grad_of_a_module_on_its_input_runs_under_the_counter(setting) -> bool:
+    """s35b-2, differentiation-apis.md (77b55a1:2511-2516) named `torch.autograd.grad`,
+    `hvp` and `vhp` as what raises under `FlopCounterMode` for a module called on its
+    input, and `.backward()` as what runs: read so, `torch.func.grad` (and `jvp(grad(f))`,
+    the page's forward over reverse) would run. It raises the same error."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False):
+        torch.func.grad(lambda t: setting.model(t).sum())(setting.inputs.detach())
+    return True
+
+
+def test_s35b_2_torch_func_raises_under_the_flop_counter_too(real_claims):
+    replay(real_claims, "reference/differentiation-apis", "Under\n`FlopCounterMode`,",
+           torch_func_grad_of_a_module_on_its_input_runs_under_the_counter,
+           FLOP_COUNTER_SETTINGS,
+           fails_on="tanh MLP", because="A leaf node was passed to _will_engine_execute_node")
 
 
 # -- s34c-2: differentiation-apis.md, gradgradcheck compares the first derivative too --------
