@@ -31,6 +31,7 @@ from sphinx.errors import ConfigError
 
 from autograd_docs import settings
 from autograd_docs.devkit import stock_kernel
+from autograd_docs.execution.cache_key import NBCLIENT_OPTIONS
 from autograd_docs.kernels import (
     fork_server,
     page_client,
@@ -141,7 +142,8 @@ def run_forked(server, page: nbformat.NotebookNode, cwd: Path, timeout: int = 60
     None, started cold."""
     return page_client.execute_page(
         nbclient.execute, page, server and server.socket_path,
-        {**os.environ, **BUILD_ENVIRONMENT}, cwd=str(cwd), timeout=timeout, allow_errors=False)
+        {**os.environ, **BUILD_ENVIRONMENT}, cwd=str(cwd), timeout=timeout, allow_errors=False,
+        **NBCLIENT_OPTIONS)
 
 
 def run_in_kernel(page: nbformat.NotebookNode, cwd: Path, monkeypatch) -> nbformat.NotebookNode:
@@ -150,7 +152,7 @@ def run_in_kernel(page: nbformat.NotebookNode, cwd: Path, monkeypatch) -> nbform
     for name, value in BUILD_ENVIRONMENT.items():
         monkeypatch.setenv(name, value)
     return stock_kernel.run_in_kernel(nbclient.execute, page, str(cwd), timeout=60,
-                                      allow_errors=False, kernel_name="python3")
+                                      allow_errors=False, kernel_name="python3", **NBCLIENT_OPTIONS)
 
 
 # What a kernel makes of a cell: every kind of output, in a kernel's order. Not
@@ -226,7 +228,7 @@ def test_a_page_whose_server_is_gone_runs_cold_and_prints_the_same(server, temp,
         cold = page_client.execute_page(
             nbclient.execute, notebook(*EVERY_KIND_OF_OUTPUT, probe), str(gone),
             {**os.environ, **BUILD_ENVIRONMENT}, cwd=str(tmp_path), timeout=120,
-            allow_errors=False)
+            allow_errors=False, **NBCLIENT_OPTIONS)
     # Its parent is this process, not a server; it imported what a server imports.
     assert cold.cells.pop().outputs[0].text.split() == [
         str(os.getpid()), "True", "page_runner.py"]
