@@ -7200,36 +7200,69 @@ def test_s34a_2_save_on_cpu_with_pinned_memory_computes_the_right_gradient(real_
 
 # -- s35b-3: how-this-site-is-built.md, a quote that reaches into a link or a role ------------
 
-def markup_is_left_out_where_a_quote_reaches_into(gap, at_its_end) -> bool:
+PLACEMENTS = ("ends after its ] or its role's shown text", "ends in its shown text, before the ]",
+              "starts at its [ or its role's backquote")
+
+
+def words_counted_where_a_quote_reaches_into(gap, placement):
+    """The words the engine counts where the first quote ends in the link or role (after
+    its ] or shown text, or in its shown text after the first word) or the second starts
+    at it, as how-this-site-is-built.md's check places them; and the markup's words (a
+    link's address, a role's name and target)."""
+    from autograd_docs import claim_sentences as cs
+
+    link = gap.startswith("[")
+    opening = 1 if link else gap.index("`") + 1
+    shown = gap[opening:gap.index("](")] if link else gap.split("`")[1].split(" <")[0]
+    markup = gap[gap.index("](") + 2:-1] if link else gap[1:gap.index("}")] + " " + gap.partition(" <")[2]
+    cut = {PLACEMENTS[0]: opening + len(shown) + link, PLACEMENTS[1]: opening + len(shown.split()[0]),
+           PLACEMENTS[2]: opening - 1}[placement]
+    quotes = (("It leaves the sum", gap[cut:] + " in `x.grad`, always.") if placement == PLACEMENTS[2]
+              else ("It leaves the sum " + gap[:cut], "in `x.grad`, always."))
+    sentence = cs.Sentence("p.md", 1, f"It leaves the sum {gap} in `x.grad`, always.", None)
+    words = cs.unquoted_words(sentence, [{"quote": quote, "check": "check_close"} for quote in quotes])
+    return set(words), set(re.findall(r"\w+", markup)) - cs.CONNECTIVES
+
+
+def markup_is_left_out_where_a_quote_reaches_into(gap, placement) -> bool:
     """s35b-3, how-this-site-is-built.md (77b55a1:301-306): a sentence's words are its
     runs "less ... link addresses, role names, a role's `<target>`". Where a quote ends
     after a link's ] or a role's shown text, or starts at them, the engine counts the
     address, the role's name and its target that lie outside it."""
-    from autograd_docs import claim_sentences as cs
+    words, markup = words_counted_where_a_quote_reaches_into(gap, placement)
+    return not words & markup
 
-    if gap.startswith("["):
-        markup, shown_end, start = gap[gap.index("](") + 2:-1], gap.index("](") + 1, 1
-    else:
-        markup = gap[1:gap.index("}")] + " " + gap.partition(" <")[2]
-        shown_end, start = gap.index("`") + 1 + len(gap.split("`")[1].split(" <")[0]), gap.index("`")
-    cut = shown_end if at_its_end else start
-    quotes = (("It leaves the sum " + gap[:cut], "in `x.grad`, always.") if at_its_end
-              else ("It leaves the sum", gap[cut:] + " in `x.grad`, always."))
-    sentence = cs.Sentence("p.md", 1, f"It leaves the sum {gap} in `x.grad`, always.", None)
-    words = cs.unquoted_words(sentence, [{"quote": quote, "check": "check_close"} for quote in quotes])
-    return not set(words) & set(re.findall(r"\w+", markup))
+
+def address_is_a_word_where_a_quote_reaches_into_the_link(gap, placement) -> bool:
+    """s35d-2, how-this-site-is-built.md (5147d29:301-307, 327-330): "a link's address ...
+    when the link ... lies wholly outside every quote" is left out, read as: a link a quote
+    reaches into has its address counted. A quote ending in the link's shown text leaves
+    the ](…) outside every quote, and the engine leaves the address out."""
+    words, markup = words_counted_where_a_quote_reaches_into(gap, placement)
+    return not gap.startswith("[") or placement == PLACEMENTS[2] or markup <= words
 
 
 LINKS_AND_ROLES = labelled(st.sampled_from(("[and](https://github.com/pytorch/pytorch/issues/131753)", "[or](never)",
                                             "[see](never)", "{doc}`and`", "{doc}`never`", "{ref}`or <not-used>`",
-                                            "{ref}`twice <not-used>`", "{ref}`not-used`")), "a link or a role")
-QUOTE_REACHES_IN = labelled(st.booleans(), "a quote ending in it after its shown text, or starting in it")
+                                            "{ref}`twice <not-used>`", "{ref}`not-used`", "[see the docs](never)",
+                                            "{ref}`see the docs <not-used>`")), "a link or a role")
+QUOTE_REACHES_IN = labelled(st.sampled_from(PLACEMENTS), "a quote ending in it after its ] or shown text, ending in "
+                            "its shown text, or starting at it")
 
 
 def test_s35b_3_a_quote_reaching_into_a_link_leaves_its_address_a_word(real_claims):
     replay(real_claims, "reference/how-this-site-is-built",
-           "and a link's address or a role's name and `<target>` when the link or role lies wholly outside every quote:",
-           markup_is_left_out_where_a_quote_reaches_into, LINKS_AND_ROLES, QUOTE_REACHES_IN, fails_on="'{doc}`and`', False")
+           "a link's address when its `](…)` lies outside every quote, and a role's name and `<target>` when the role "
+           "lies wholly outside every quote:",
+           markup_is_left_out_where_a_quote_reaches_into, LINKS_AND_ROLES, QUOTE_REACHES_IN, fails_on="ends after its ]")
+
+
+def test_s35d_2_a_quote_ending_in_a_links_shown_text_leaves_its_address_out(real_claims):
+    replay(real_claims, "reference/how-this-site-is-built",
+           "a link's address when its `](…)` lies outside every quote, and a role's name and `<target>` when the role "
+           "lies wholly outside every quote)",
+           address_is_a_word_where_a_quote_reaches_into_the_link, LINKS_AND_ROLES, QUOTE_REACHES_IN,
+           fails_on="ends in its shown text")
 
 
 # -- s34c-1: differentiation-apis.md, what raises under FlopCounterMode ------------------
