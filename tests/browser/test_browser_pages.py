@@ -112,11 +112,12 @@ def completeness_problems(page, path: str) -> list[str]:
     return problems
 
 
-def accessibility_problems(page, context: str) -> list[str]:
+def accessibility_problems(page, context: str, dark: bool = True) -> list[str]:
     """Serious axe violations inside ``context`` (a selector): every rule in the
-    light theme, the colour rules in the dark one."""
+    light theme, the colour rules in the dark one (``dark=False``: light only, for
+    a second width of a page whose palette was audited at the first)."""
     problems = []
-    for theme, rules in [("light", None), ("dark", COLOUR_RULES)]:
+    for theme, rules in [("light", None), ("dark", COLOUR_RULES)][:2 if dark else 1]:
         # As furo's toggle does: the body's data-theme picks the palette.
         page.evaluate(f"document.body.dataset.theme = '{theme}'")
         problems += [f"accessibility ({theme} theme): {violation}"
