@@ -3962,8 +3962,31 @@ def test_s10_b1_a_no_grad_view_sends_nothing_to_its_base(real_claims):
     from second_backward import NON_SCALAR_OPERATIONS, made_without_grad
 
     replay(real_claims, "how-to/get-gradients-of-intermediate-tensors",
-           "Only the second kind, a leaf that requires grad, ever gets", no_grad_view_term_reaches_its_base,
-           operation_chains(NON_SCALAR_OPERATIONS), made_without_grad(), fails_on="a view of the leaf under no_grad")
+           "Of the two kinds of leaf, only the second, a leaf that requires grad, can get",
+           no_grad_view_term_reaches_its_base, operation_chains(NON_SCALAR_OPERATIONS), made_without_grad(),
+           fails_on="a view of the leaf under no_grad")
+
+
+def only_a_leaf_requiring_grad_ever_gets_a_grad(chain, how) -> bool:
+    """s37 r37h-3/r37h-5, get-gradients-of-intermediate-tensors.md: "Only the second kind,
+    a leaf that requires grad, ever gets a `.grad` from `backward`", read as it stands
+    under "Only leaves get `.grad`": no non-leaf ever gets one. The chain's result,
+    retained with `retain_grad()`, does."""
+    from second_backward import summed_chain
+
+    h = summed_chain(chain, torch.tensor([0.5, 1.0, 2.0, 3.0], requires_grad=True))
+    h.retain_grad()
+    (h * 2).backward()
+    return h.grad is None or (h.is_leaf and h.requires_grad)
+
+
+def test_s37_r37h_3_a_retained_non_leaf_gets_a_grad(real_claims):
+    from second_backward import NON_SCALAR_OPERATIONS, made_without_grad
+
+    replay(real_claims, "how-to/get-gradients-of-intermediate-tensors",
+           "Of the two kinds of leaf, only the second, a leaf that requires grad, can get",
+           only_a_leaf_requiring_grad_ever_gets_a_grad, operation_chains(NON_SCALAR_OPERATIONS),
+           made_without_grad(), fails_on="['-x']")
 
 
 def jvp_fn_is_the_same_every_call(seed) -> bool:
