@@ -7407,3 +7407,33 @@ def test_s34c_4_the_dashed_button_names_no_link_address(real_claims):
     replay(real_claims, "reference/how-this-site-is-built", "names\n  the words no check quotes",
            lambda gap: gap is None or words_the_button_names(gap) == runs_outside_tex(gap), site_gaps(),
            fails_on="[and](https://github.com/pytorch/pytorch/issues/131753)")
+
+
+def the_checkpointed_block_runs_twice(setting, backwards) -> bool:
+    """r37d-2, glossary.md (activation checkpointing), before s37: "Less memory for one
+    more forward pass through the block", BatchNorm updating its running statistics "a
+    second time": two runs in all, read for one backward. A gradient penalty's second
+    backward recomputes the block once more."""
+    from torch.utils.checkpoint import checkpoint
+
+    runs = []
+    setting.model.register_forward_pre_hook(lambda *args: runs.append(1))
+    x = setting.inputs.detach().requires_grad_()
+    out = checkpoint(setting.model, x, use_reentrant=False)
+    if backwards.startswith("autograd.grad"):
+        torch.autograd.grad(out, x, torch.ones_like(out), create_graph=True)[0].pow(2).sum().backward()
+    else:
+        for _ in range(1 if backwards == "one backward" else 2):
+            out.sum().backward(retain_graph=True)
+    return len(runs) == 2
+
+
+def test_r37d2_checkpointing_reruns_the_block_per_backward(real_claims):
+    from reader_settings import train_mode_models
+
+    drawn = ("autograd.grad(create_graph=True), then the penalty's backward", "one backward",
+             "two backwards (retain_graph=True)")
+    replay(real_claims, "reference/glossary", "Less memory\n  for one more forward pass through the block per",
+           the_checkpointed_block_runs_twice, train_mode_models(),
+           labelled(st.sampled_from(drawn), "one backward, two, or a gradient penalty's two"),
+           fails_on="then the penalty's backward")
