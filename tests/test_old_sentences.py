@@ -6779,15 +6779,49 @@ def linearize_runs_f_twice_in_training_mode_only(kind, train, seed) -> bool:
     return len(runs) == (2 if train else 1)
 
 
+# The families differentiation-apis.md's linearize check draws (kinds, mode, seed).
+LINEARIZED_MODELS = (
+    labelled(st.sampled_from(["Dropout", "BatchNorm", "BatchNorm, momentum=None", "BatchNorm, track_running_stats=False",
+                              "Conv2d, BatchNorm2d, Dropout", "ELU(inplace=True)",
+                              "ELU(inplace=True), first Linear frozen"]),
+             "a model with Dropout, BatchNorm1d (default momentum or None, or without "
+             "running statistics), Conv2d, BatchNorm2d and Dropout, or an in-place ELU "
+             "(the Linear before it frozen or not)"),
+    labelled(st.booleans(), "training or eval() mode"),
+    labelled(st.integers(0, 2**16), "seeds of the model, point, u and masks"))
+
+
 def test_r32g_6_linearize_runs_f_twice_in_eval_mode_too(real_claims):
     replay(real_claims, "reference/differentiation-apis", "{py:func}`torch.func.linearize` returns $f(x)$\nand a",
-           linearize_runs_f_twice_in_training_mode_only,
-           labelled(st.sampled_from(["Dropout", "BatchNorm", "BatchNorm, momentum=None",
-                                     "BatchNorm, track_running_stats=False", "Conv2d, BatchNorm2d, Dropout"]),
-                    "a model with Dropout, BatchNorm1d (default momentum or None, or without "
-                    "running statistics), or Conv2d, BatchNorm2d and Dropout"),
-           labelled(st.booleans(), "training or eval() mode"),
-           labelled(st.integers(0, 2**16), "seeds of the model, point, u and masks"), fails_on="False")
+           linearize_runs_f_twice_in_training_mode_only, *LINEARIZED_MODELS, fails_on="False")
+
+
+# -- r37a-1, r37a-2: differentiation-apis.md, linearize of an f with an in-place step -------
+
+def jvp_fn_is_j_u_if_f_draws_nothing_and_writes_no_buffers(kind, train, seed) -> bool:
+    """r37a-1, differentiation-apis.md (1778e9b:2849-2851): `linearize` gives "a function
+    for $J u$ that you can call with many $u$, if `f` draws no random numbers and writes
+    no buffers". An in-place ELU after a Linear draws nothing and writes no buffer: the
+    first call of jvp_fn raises, or (the Linear frozen) later calls replay the step on its
+    own result. The Dropout and BatchNorm kinds the page's check proves; they pass here."""
+    if "ELU" not in kind:
+        return True
+    nn = torch.nn
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(4, 6), nn.ELU(inplace=True), nn.Linear(6, 3)).double().train(train)
+    model[0].requires_grad_("frozen" not in kind)
+    at, u = torch.randn(5, 4, dtype=torch.double), torch.randn(5, 4, dtype=torch.double)
+    wanted = torch.func.jvp(model, (at,), (u,))[1]
+    _value, jvp_fn = torch.func.linearize(model, at)
+    try:
+        return all(torch.allclose(jvp_fn(u), wanted) for _ in range(2))
+    except RuntimeError:
+        return False
+
+
+def test_r37a_1_linearize_needs_no_in_place_step_too(real_claims):
+    replay(real_claims, "reference/differentiation-apis", "{py:func}`torch.func.linearize` returns $f(x)$\nand a",
+           jvp_fn_is_j_u_if_f_draws_nothing_and_writes_no_buffers, *LINEARIZED_MODELS, fails_on="ELU")
 
 
 
