@@ -7418,3 +7418,23 @@ def test_s34c_4_the_dashed_button_names_no_link_address(real_claims):
     replay(real_claims, "reference/how-this-site-is-built", "names\n  the words no check quotes",
            lambda gap: gap is None or words_the_button_names(gap) == runs_outside_tex(gap), site_gaps(),
            fails_on="[and](https://github.com/pytorch/pytorch/issues/131753)")
+
+
+# -- r37a-3: differentiation-apis.md, backward(inputs=) fills a retained non-leaf too --------
+
+def test_r37a_3_backward_inputs_fills_a_retained_non_leaf_on_the_way(real_claims):
+    """r37a-3, differentiation-apis.md (1778e9b:2819-2820): `backward` with `inputs=`
+    "accumulates only into the tensors you name there (leaves or not)", checked on one
+    other leaf. A non-leaf between y and the named leaf that called retain_grad() gets
+    .grad too. The page now says what its leaf-graph family checks: other leaves'
+    .grad is untouched."""
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    mid = a * 3
+    mid.retain_grad()
+    (mid**2).sum().backward(inputs=[a])
+    assert mid.grad is not None and torch.equal(mid.grad, torch.tensor([6.0, 12.0]))
+    page = "reference/differentiation-apis"
+    assert not _records_quoting(real_claims, page, "accumulates only into")
+    [record] = [r for r in _records_quoting(real_claims, page, "leaves other leaves' `.grad` untouched")
+                if r["check"] == "check_property"]
+    assert any("graphs whose leaves feed y" in family for family in record["families"]), record["families"]
