@@ -7348,10 +7348,26 @@ def torch_func_grad_of_a_module_on_its_input_runs_under_the_counter(setting) -> 
     return True
 
 
-def test_s35b_2_torch_func_raises_under_the_flop_counter_too(real_claims):
+def functional_hessians_siblings_run_under_the_counter(setting) -> bool:
+    """r37a-4, differentiation-apis.md (1778e9b:2511-2518) named `.backward()` and
+    `torch.autograd.functional.hessian` as what runs under `FlopCounterMode` for a module
+    called on its input: read so, its siblings `functional.jacobian` and
+    `torch.func.hessian` would run. They raise the same error."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    f = lambda t: setting.model(t).sum()  # noqa: E731
+    with FlopCounterMode(display=False):
+        torch.autograd.functional.jacobian(f, setting.inputs.detach())
+        torch.func.hessian(f)(setting.inputs.detach())
+    return True
+
+
+
+@pytest.mark.parametrize("old_sentence", [torch_func_grad_of_a_module_on_its_input_runs_under_the_counter,
+                                          functional_hessians_siblings_run_under_the_counter])
+def test_s35b_2_r37a_4_what_the_page_read_as_running_raises_under_the_flop_counter(real_claims, old_sentence):
     replay(real_claims, "reference/differentiation-apis", "Under\n`FlopCounterMode`,",
-           torch_func_grad_of_a_module_on_its_input_runs_under_the_counter,
-           FLOP_COUNTER_SETTINGS,
+           old_sentence, FLOP_COUNTER_SETTINGS,
            fails_on="tanh MLP", because="A leaf node was passed to _will_engine_execute_node")
 
 
