@@ -7454,3 +7454,27 @@ def test_r37a_3_backward_inputs_fills_a_retained_non_leaf_on_the_way(real_claims
     [record] = [r for r in _records_quoting(real_claims, page, "leaves other leaves' `.grad` untouched")
                 if r["check"] == "check_property"]
     assert any("graphs whose leaves feed y" in family for family in record["families"]), record["families"]
+
+
+# -- r37a-5: pass-options-to-torch-func-transforms.md, linearize of BatchNorm in eval() -----
+
+def eval_batchnorm_in_place_steps_make_jvp_fn_unsafe(setting, calls) -> bool:
+    """r37a-5, pass-options-to-torch-func-transforms.md (1778e9b:722-724): "replays only the
+    derivative's trace if $f$ has no random or in-place operations (BatchNorm has some even
+    in `eval()` mode)", with "if in `eval()` it still has in-place steps ..., use `jvp`
+    instead": read so, jvp_fn of an eval() BatchNorm model is not jvp's J u. It is."""
+    import copy
+
+    model = copy.deepcopy(setting.model).eval()
+    at = setting.inputs.detach()
+    _value, jvp_fn = torch.func.linearize(model, at)
+    u = torch.ones_like(at)
+    return not all(torch.allclose(jvp_fn(u), torch.func.jvp(model, (at,), (u,))[1]) for _ in range(calls))
+
+
+def test_r37a_5_linearize_of_eval_batchnorm_is_jvp(real_claims):
+    from batchnorm_under_vmap import train_batchnorm_models
+
+    replay(real_claims, "how-to/pass-options-to-torch-func-transforms", "and\n`jvp_fn(u)` is still `jvp`'s)",
+           eval_batchnorm_in_place_steps_make_jvp_fn_unsafe, train_batchnorm_models(),
+           labelled(st.integers(1, 4), "calls of jvp_fn, 1 to 4"), fails_on="BatchNorm")
