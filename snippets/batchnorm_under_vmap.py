@@ -86,6 +86,14 @@ def train_batchnorm_models(draw) -> BatchNormSetting:
     return _settings(draw, (OWN, UNTRACKED))
 
 
+@named("models with BatchNorm1d or BatchNorm2d (on 4×4 or 1×1 images) in training mode, "
+       "running statistics the module's own (the default)")
+@st.composite
+def tracked_batchnorm_models(draw) -> BatchNormSetting:
+    """Rows or images through a train-mode BatchNorm that keeps its running statistics."""
+    return _settings(draw, (OWN,), sides=(4, 1))
+
+
 def per_sample_gradients(setting: BatchNormSetting, batch_of_one: bool = True) -> dict[str, torch.Tensor]:
     """``vmap(grad(loss))`` over the batch, one ``row[None]`` per call (the bare
     ``row`` unless ``batch_of_one``), with the module's buffers captured or

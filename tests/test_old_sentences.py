@@ -6802,15 +6802,49 @@ def linearize_runs_f_twice_in_training_mode_only(kind, train, seed) -> bool:
     return len(runs) == (2 if train else 1)
 
 
+# The families differentiation-apis.md's linearize check draws (kinds, mode, seed).
+LINEARIZED_MODELS = (
+    labelled(st.sampled_from(["Dropout", "BatchNorm", "BatchNorm, momentum=None", "BatchNorm, track_running_stats=False",
+                              "Conv2d, BatchNorm2d, Dropout", "ELU(inplace=True)",
+                              "ELU(inplace=True), first Linear frozen"]),
+             "a model with Dropout, BatchNorm1d (default momentum or None, or without "
+             "running statistics), Conv2d, BatchNorm2d and Dropout, or an in-place ELU "
+             "(the Linear before it frozen or not)"),
+    labelled(st.booleans(), "training or eval() mode"),
+    labelled(st.integers(0, 2**16), "seeds of the model, point, u and masks"))
+
+
 def test_r32g_6_linearize_runs_f_twice_in_eval_mode_too(real_claims):
     replay(real_claims, "reference/differentiation-apis", "{py:func}`torch.func.linearize` returns $f(x)$\nand a",
-           linearize_runs_f_twice_in_training_mode_only,
-           labelled(st.sampled_from(["Dropout", "BatchNorm", "BatchNorm, momentum=None",
-                                     "BatchNorm, track_running_stats=False", "Conv2d, BatchNorm2d, Dropout"]),
-                    "a model with Dropout, BatchNorm1d (default momentum or None, or without "
-                    "running statistics), or Conv2d, BatchNorm2d and Dropout"),
-           labelled(st.booleans(), "training or eval() mode"),
-           labelled(st.integers(0, 2**16), "seeds of the model, point, u and masks"), fails_on="False")
+           linearize_runs_f_twice_in_training_mode_only, *LINEARIZED_MODELS, fails_on="False")
+
+
+# -- r37a-1, r37a-2: differentiation-apis.md, linearize of an f with an in-place step -------
+
+def jvp_fn_is_j_u_if_f_draws_nothing_and_writes_no_buffers(kind, train, seed) -> bool:
+    """r37a-1, differentiation-apis.md (1778e9b:2849-2851): `linearize` gives "a function
+    for $J u$ that you can call with many $u$, if `f` draws no random numbers and writes
+    no buffers". An in-place ELU after a Linear draws nothing and writes no buffer: the
+    first call of jvp_fn raises, or (the Linear frozen) later calls replay the step on its
+    own result. The Dropout and BatchNorm kinds the page's check proves; they pass here."""
+    if "ELU" not in kind:
+        return True
+    nn = torch.nn
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(4, 6), nn.ELU(inplace=True), nn.Linear(6, 3)).double().train(train)
+    model[0].requires_grad_("frozen" not in kind)
+    at, u = torch.randn(5, 4, dtype=torch.double), torch.randn(5, 4, dtype=torch.double)
+    wanted = torch.func.jvp(model, (at,), (u,))[1]
+    _value, jvp_fn = torch.func.linearize(model, at)
+    try:
+        return all(torch.allclose(jvp_fn(u), wanted) for _ in range(2))
+    except RuntimeError:
+        return False
+
+
+def test_r37a_1_linearize_needs_no_in_place_step_too(real_claims):
+    replay(real_claims, "reference/differentiation-apis", "{py:func}`torch.func.linearize` returns $f(x)$\nand a",
+           jvp_fn_is_j_u_if_f_draws_nothing_and_writes_no_buffers, *LINEARIZED_MODELS, fails_on="ELU")
 
 
 
@@ -7337,10 +7371,26 @@ def torch_func_grad_of_a_module_on_its_input_runs_under_the_counter(setting) -> 
     return True
 
 
-def test_s35b_2_torch_func_raises_under_the_flop_counter_too(real_claims):
+def functional_hessians_siblings_run_under_the_counter(setting) -> bool:
+    """r37a-4, differentiation-apis.md (1778e9b:2511-2518) named `.backward()` and
+    `torch.autograd.functional.hessian` as what runs under `FlopCounterMode` for a module
+    called on its input: read so, its siblings `functional.jacobian` and
+    `torch.func.hessian` would run. They raise the same error."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    f = lambda t: setting.model(t).sum()  # noqa: E731
+    with FlopCounterMode(display=False):
+        torch.autograd.functional.jacobian(f, setting.inputs.detach())
+        torch.func.hessian(f)(setting.inputs.detach())
+    return True
+
+
+
+@pytest.mark.parametrize("old_sentence", [torch_func_grad_of_a_module_on_its_input_runs_under_the_counter,
+                                          functional_hessians_siblings_run_under_the_counter])
+def test_s35b_2_r37a_4_what_the_page_read_as_running_raises_under_the_flop_counter(real_claims, old_sentence):
     replay(real_claims, "reference/differentiation-apis", "Under\n`FlopCounterMode`,",
-           torch_func_grad_of_a_module_on_its_input_runs_under_the_counter,
-           FLOP_COUNTER_SETTINGS,
+           old_sentence, FLOP_COUNTER_SETTINGS,
            fails_on="tanh MLP", because="A leaf node was passed to _will_engine_execute_node")
 
 
@@ -7437,3 +7487,46 @@ def test_r37d2_checkpointing_reruns_the_block_per_backward(real_claims):
            the_checkpointed_block_runs_twice, train_mode_models(),
            labelled(st.sampled_from(drawn), "one backward, two, or a gradient penalty's two"),
            fails_on="then the penalty's backward")
+
+# -- r37a-3: differentiation-apis.md, backward(inputs=) fills a retained non-leaf too --------
+
+def test_r37a_3_backward_inputs_fills_a_retained_non_leaf_on_the_way(real_claims):
+    """r37a-3, differentiation-apis.md (1778e9b:2819-2820): `backward` with `inputs=`
+    "accumulates only into the tensors you name there (leaves or not)", checked on one
+    other leaf. A non-leaf between y and the named leaf that called retain_grad() gets
+    .grad too. The page now says what its leaf-graph family checks: other leaves'
+    .grad is untouched."""
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    mid = a * 3
+    mid.retain_grad()
+    (mid**2).sum().backward(inputs=[a])
+    assert mid.grad is not None and torch.equal(mid.grad, torch.tensor([6.0, 12.0]))
+    page = "reference/differentiation-apis"
+    assert not _records_quoting(real_claims, page, "accumulates only into")
+    [record] = [r for r in _records_quoting(real_claims, page, "leaves other leaves' `.grad` untouched")
+                if r["check"] == "check_property"]
+    assert any("graphs whose leaves feed y" in family for family in record["families"]), record["families"]
+
+
+# -- r37a-5: pass-options-to-torch-func-transforms.md, linearize of BatchNorm in eval() -----
+
+def eval_batchnorm_in_place_steps_make_jvp_fn_unsafe(setting, calls) -> bool:
+    """r37a-5, pass-options-to-torch-func-transforms.md (1778e9b:722-724): "replays only the
+    derivative's trace if $f$ has no random or in-place operations (BatchNorm has some even
+    in `eval()` mode)", with "if in `eval()` it still has in-place steps ..., use `jvp`
+    instead": read so, jvp_fn of an eval() BatchNorm model is not jvp's J u. It is."""
+    import copy
+
+    model = copy.deepcopy(setting.model).eval()
+    at = setting.inputs.detach()
+    _value, jvp_fn = torch.func.linearize(model, at)
+    u = torch.ones_like(at)
+    return not all(torch.allclose(jvp_fn(u), torch.func.jvp(model, (at,), (u,))[1]) for _ in range(calls))
+
+
+def test_r37a_5_linearize_of_eval_batchnorm_is_jvp(real_claims):
+    from batchnorm_under_vmap import train_batchnorm_models
+
+    replay(real_claims, "how-to/pass-options-to-torch-func-transforms", "and\n`jvp_fn(u)` is still `jvp`'s)",
+           eval_batchnorm_in_place_steps_make_jvp_fn_unsafe, train_batchnorm_models(),
+           labelled(st.integers(1, 4), "calls of jvp_fn, 1 to 4"), fails_on="BatchNorm")
