@@ -100,7 +100,7 @@ FIRST_PASS_FLAGS = ({}, {"retain_graph": True}, {"create_graph": True},
 def second_pass_runs_exactly_when_kept(chain: list[str], through_grad: bool, flags: dict) -> bool:
     """A second pass after a first one with ``flags`` runs exactly when the first kept
     the saved tensors: ``retain_graph``, which defaults to ``create_graph``'s value,
-    or a chain that saved none."""
+    or a chain that saved none (read from its nodes' ``_saved_*`` attributes, r37b-5)."""
     leaf = torch.linspace(0.5, 2.0, 4, dtype=torch.float64, requires_grad=True)
     out = summed_chain(chain, leaf)
     if through_grad:
@@ -114,7 +114,24 @@ def second_pass_runs_exactly_when_kept(chain: list[str], through_grad: bool, fla
         torch.autograd.grad(out, leaf)
     except RuntimeError as error:
         return not kept and "backward through the graph a second time" in str(error)
-    return kept or survives_a_second_pass(chain, leaf.detach().clone().requires_grad_())
+    return kept or not saves_a_tensor(chain)
+
+
+def saves_a_tensor(chain: list[str]) -> bool:
+    """Whether a node of the summed chain's graph holds a saved tensor (an attribute
+    ``_saved_*``), read on a fresh graph, before a pass could free it."""
+    out = summed_chain(chain, torch.linspace(0.5, 2.0, 4, dtype=torch.float64, requires_grad=True))
+    nodes, seen = [out.grad_fn], set()
+    while nodes:
+        node = nodes.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        held = [getattr(node, name) for name in dir(node) if name.startswith("_saved_")]
+        if any(isinstance(value, torch.Tensor) for value in held):
+            return True
+        nodes += [next_node for next_node, _ in node.next_functions]
+    return False
 
 
 def main() -> None:

@@ -7530,3 +7530,34 @@ def test_r37a_5_linearize_of_eval_batchnorm_is_jvp(real_claims):
     replay(real_claims, "how-to/pass-options-to-torch-func-transforms", "and\n`jvp_fn(u)` is still `jvp`'s)",
            eval_batchnorm_in_place_steps_make_jvp_fn_unsafe, train_batchnorm_models(),
            labelled(st.integers(1, 4), "calls of jvp_fn, 1 to 4"), fails_on="BatchNorm")
+
+# -- r37b-1: a device's cross_entropy mean is over the weights it counts, not its samples --
+
+def chunk_means_weighed_by_their_share_of_the_batch(sizes, counted_by, seed) -> None:
+    """r37b-1, error-messages.md (1778e9b:92-95): "when each is its chunk's mean, take
+    their mean, weighted by each device's share of the batch when the chunks differ",
+    checked on plain per-sample losses alone. Replayed on the check's draws of
+    cross_entropy per device, whose mean with class weights or ignore_index is over the
+    weights of the targets a device counts."""
+    generator = torch.Generator().manual_seed(seed)
+    scores = torch.randn(sum(sizes), 3, dtype=torch.float64, generator=generator)
+    labels = torch.randint(3, (sum(sizes),), generator=generator)
+    if "ignore_index" in counted_by:
+        dropped = torch.rand(sum(sizes), generator=generator) < 0.4
+        dropped[torch.tensor([0] + sizes[:-1]).cumsum(0)] = False  # each device counts one
+        labels = labels.masked_fill(dropped, -100)
+    weight = torch.rand(3, dtype=torch.float64, generator=generator) + 0.1 if "weights" in counted_by else None
+    loss = torch.nn.functional.cross_entropy
+    share_weighted = sum(len(t) / len(labels) * loss(z, t, weight=weight)
+                         for z, t in zip(scores.split(sizes), labels.split(sizes)))
+    check_close(share_weighted, loss(scores, labels, weight=weight), "the batch mean")
+
+
+def test_r37b_1_chunk_means_of_a_weighted_or_ignoring_loss_weigh_by_counted_weights(real_claims):
+    replay(real_claims, "reference/error-messages", "when each is the plain mean of its chunk's samples",
+           chunk_means_weighed_by_their_share_of_the_batch,
+           labelled(st.lists(st.integers(1, 5), min_size=2, max_size=4),
+                    "chunk sizes: 2 to 4 devices of 1 to 5 samples each"),
+           labelled(st.sampled_from(("samples", "class weights", "ignore_index", "class weights and ignore_index")),
+                    "cross_entropy per device, counting samples, class weights, ignore_index or both"),
+           labelled(SEEDS, "seeds"), fails_on="'class weights", because="the batch mean")
