@@ -4597,22 +4597,27 @@ S21_OPERATIONS = {"exp(x)": torch.exp, "x ** 2": lambda t: t ** 2, "10 * x": lam
                   "flip(x)": lambda t: t.flip(0)}
 
 
+def s21_edit_target(kind, requires_grad=True, dtype=torch.float32):
+    """The tensor the page's check edits in place, made the drawn way from a leaf (that
+    requires grad, or not)."""
+    leaf = torch.tensor([0.5, -1.0, 2.0, 1.0, -0.5, 3.0], dtype=dtype, requires_grad=requires_grad)
+    if kind == "a leaf that requires grad":
+        return leaf[:3].detach().requires_grad_()
+    if kind == "a view made under no_grad":
+        made = leaf * 2
+        with torch.no_grad():
+            return made[:3]
+    if kind == "a plain intermediate":
+        return leaf[:3] * 1
+    method = kind.split("`")[1]
+    return getattr(leaf * 1, method)(*{"unbind": (), "split": (3,), "chunk": (2,)}[method])[0]
+
+
 def in_place_breaks_only_when_it_overwrites_a_saved_tensor(name, overwrite, kind) -> bool:
     """s21 R3, look-up-the-questions-people-ask.md: "Only when the operation overwrites a
     tensor that autograd saved", said of any tensor edited in place: y = op(a), then
     a.add_(1) or y.add_(1), and backward; an error only if the tensor overwritten was saved."""
-    leaf = torch.tensor([0.5, -1.0, 2.0, 1.0, -0.5, 3.0], requires_grad=True)
-    if kind == "a leaf that requires grad":
-        a = leaf[:3].detach().requires_grad_()
-    elif kind == "a view made under no_grad":
-        made = leaf * 2
-        with torch.no_grad():
-            a = made[:3]
-    elif kind == "a plain intermediate":
-        a = leaf[:3] * 1
-    else:
-        method = kind.split("`")[1]
-        a = getattr(leaf * 1, method)(*{"unbind": (), "split": (3,), "chunk": (2,)}[method])[0]
+    a = s21_edit_target(kind)
     y = S21_OPERATIONS[name](a)
     saved = [getattr(y.grad_fn, attr) for attr in dir(y.grad_fn) if attr.startswith("_saved_")]
     target = a if overwrite == "input" else y
@@ -4632,6 +4637,41 @@ def test_s21_refb_r3_in_place_edits_refused_outright(real_claims):
            st.sampled_from(sorted(S21_OPERATIONS)), st.sampled_from(["input", "output"]),
            labelled(st.sampled_from(S21_EDIT_TARGETS), "the tensor edited: " + ", ".join(S21_EDIT_TARGETS)),
            fails_on="'input'")
+
+
+# -- s37 r37c-2: look-up-the-questions-people-ask.md, an in-place edit of a view ------------
+
+S37_VIEW_EDITS = {"add_(value)": lambda t, v: t.add_(v), "mul_(value)": lambda t, v: t.mul_(v),
+                  "copy_(value)": lambda t, v: t.copy_(v), "t[...] = value": lambda t, v: t.__setitem__(..., v)}
+S37_WRITTEN = {"the number 2": lambda t: 2.0,
+               "a tensor that requires grad": lambda t: torch.full_like(t, 2.0).requires_grad_(),
+               "a tensor that does not": lambda t: torch.full_like(t, 2.0)}
+
+
+def view_edit_refused_whatever_requires_grad(kind, base_requires_grad, written, edit, dtype) -> bool:
+    """s37 r37c-2, look-up-the-questions-people-ask.md (1778e9b:843-845): "An in-place edit
+    of a leaf that requires grad, of an output of `chunk`, `split` or `unbind`, or of a
+    view made under `no_grad` is refused outright in grad mode", read for a view of a
+    tensor that does not require grad: the edit runs when neither it nor the value written
+    requires grad."""
+    target = s21_edit_target(kind, base_requires_grad, dtype)
+    try:
+        S37_VIEW_EDITS[edit](target, S37_WRITTEN[written](target))
+    except RuntimeError:
+        return True
+    return False
+
+
+def test_s37_r37c_2_a_view_of_data_is_edited_in_place(real_claims):
+    views = S21_EDIT_TARGETS[1:]
+    replay(real_claims, "reference/look-up-the-questions-people-ask",
+           "An in-place edit of a leaf that requires grad is refused", view_edit_refused_whatever_requires_grad,
+           labelled(st.sampled_from(views), "the tensor edited: " + ", ".join(views)),
+           labelled(st.booleans(), "made from a tensor that requires grad, or from one that does not"),
+           labelled(st.sampled_from(sorted(S37_WRITTEN)), "the value written: " + ", ".join(sorted(S37_WRITTEN))),
+           labelled(st.sampled_from(sorted(S37_VIEW_EDITS)), "the edit: " + ", ".join(sorted(S37_VIEW_EDITS))),
+           st.sampled_from([torch.float32, torch.float64, torch.float16]),
+           fails_on="False, 'a tensor that does not'")
 
 
 def implicit_seed_is_1_whatever_the_dtype(shape, dtype) -> bool:
