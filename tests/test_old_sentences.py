@@ -6194,7 +6194,7 @@ def test_s34a_3_vmap_hessian_raises_on_a_custom_function(real_claims):
            multi_feature_inputs(), custom_backwards(), jvp_factors(), fails_on="'J0, backward calls bessel_j1'")
 
 
-VMAP_HESSIAN_OF_A_FUNCTION = "`vmap(hessian(...))` of a custom Function\nthat `x` passes through needs a `jvp`"
+VMAP_HESSIAN_OF_A_FUNCTION = "`vmap(hessian(...))` through a custom\nFunction needs vmap support"
 
 
 def vmap_hessian_runs_once_the_function_supports_vmap(setting, custom, jvp_factor) -> bool:
@@ -6285,6 +6285,22 @@ def every_custom_function_needs_a_jvp(setting, custom, jvp_factor) -> bool:
 def test_s35c_3_a_function_x_does_not_pass_through_needs_no_jvp(real_claims):
     replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
            VMAP_HESSIAN_OF_A_FUNCTION, every_custom_function_needs_a_jvp,
+           multi_feature_inputs(), custom_backwards(), jvp_factors(), fails_on="tanh MLP")
+
+
+def a_function_x_does_not_pass_through_needs_nothing(setting, custom, jvp_factor) -> bool:
+    """s35d-3, differentiate-a-network-output-with-respect-to-its-input.md (5147d29:931-933):
+    "`vmap(hessian(...))` of a custom Function that `x` passes through needs a `jvp` and
+    vmap support", read as: one applied to a weight, as it is, needs neither. It raises
+    "does not have vmap support"."""
+    function = CUSTOM_BACKWARDS[custom][0]
+    weight = torch.linspace(0.5, 1.5, setting.inputs.shape[1], dtype=setting.inputs.dtype)
+    return vmap_hessian_runs(lambda row: (row * function.apply(weight)).tanh().sum(), setting.inputs.detach())
+
+
+def test_s35d_3_a_function_on_a_weight_needs_vmap_support(real_claims):
+    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
+           VMAP_HESSIAN_OF_A_FUNCTION, a_function_x_does_not_pass_through_needs_nothing,
            multi_feature_inputs(), custom_backwards(), jvp_factors(), fails_on="tanh MLP")
 
 
