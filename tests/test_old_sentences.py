@@ -7400,3 +7400,29 @@ def test_s34c_4_the_dashed_button_names_no_link_address(real_claims):
     replay(real_claims, "reference/how-this-site-is-built", "names\n  the words no check quotes",
            lambda gap: gap is None or words_the_button_names(gap) == runs_outside_tex(gap), site_gaps(),
            fails_on="[and](https://github.com/pytorch/pytorch/issues/131753)")
+
+
+# -- r37e: a u_x through a compiled module, None from backward, a cube after layers ----
+
+def no_input_derivative_through_compile_trains(setting, loss) -> bool:
+    """r37e-1, differentiate-a-network-output-with-respect-to-its-input.md (1778e9b:1338-1340):
+    "through a module compiled with an AOTAutograd backend (the default), `autograd.grad`
+    cannot differentiate again, so no loss built from an input derivative taken through it
+    can be trained", read as written: u_x from vmap(jacrev(...)) of the same compiled module
+    raises too. Dynamo does not trace under the functorch transform: it runs the module
+    eagerly, and the loss trains."""
+    from torch.func import jacrev, vmap
+
+    model = setting.model
+    u_x = vmap(jacrev(lambda row: model(row[None])[0, 0]))(setting.inputs.detach())
+    try:
+        loss(u_x).backward()
+    except RuntimeError:
+        return True
+    return False
+
+
+def test_r37e_1_a_torch_func_u_x_through_a_compiled_module_trains(real_claims):
+    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
+           "so no loss built\nfrom a $u_x$ that `autograd.grad` took through it", no_input_derivative_through_compile_trains,
+           compiled_modules(), multi_term_losses(terms=st.integers(1, 3)), fails_on="compiled MLP")
