@@ -773,38 +773,28 @@ def test_s10_a1_class_probability_targets_average_over_the_samples(real_claims):
            *COUNTED_WEIGHT_FAMILIES, fails_on=", True, 0, 0, True", because="the built-in mean")
 
 
-def none_is_refused_for_an_input_that_requires_grad(wants_grad, returns_none) -> bool:
+def none_is_refused_for_an_input_that_requires_grad(wants_grad, returns_none, other_paths) -> bool:
     """S4/S5, write-a-custom-autograd-function.md:375-376: "(`None` for inputs that are
     not tensors or need no gradient)", checked by `w.grad is None` for a `w` that needs
     no gradient. Read as a rule, None anywhere else is refused: autograd accepts it."""
-    returns_none = returns_none[:len(wants_grad)] + [False] * (len(wants_grad) - len(returns_none))
+    from custom_backwards import returning_none
 
-    class Weighted(torch.autograd.Function):
-        @staticmethod
-        def forward(*inputs):
-            return sum(t * (i + 1) for i, t in enumerate(inputs))
-
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            pass
-
-        @staticmethod
-        def backward(ctx, grad_output):
-            return tuple(None if none else grad_output * (i + 1) for i, none in enumerate(returns_none))
-    inputs = [torch.ones(2, requires_grad=wants) for wants in wants_grad]
+    inputs, returns_none, loss = returning_none(wants_grad, returns_none, other_paths)
     try:
-        Weighted.apply(*inputs).sum().backward()
+        loss().backward()
     except RuntimeError:
         return True
     return not any(wants and none for wants, none in zip(wants_grad, returns_none))
 
 
+NONE_FAMILIES = (st.lists(st.booleans(), min_size=1, max_size=3).filter(any), st.lists(st.booleans(), max_size=3),
+                 labelled(st.booleans(), "each input also feeding a plain sum, or not"))
+
+
 def test_s5_none_for_an_input_that_requires_grad_is_accepted_as_zero(real_claims):
     replay(real_claims, "how-to/write-a-custom-autograd-function",
-           "For an input that requires grad, `None` is read as a zero gradient",
-           none_is_refused_for_an_input_that_requires_grad,
-           st.lists(st.booleans(), min_size=1, max_size=3).filter(any), st.lists(st.booleans(), max_size=3),
-           fails_on="True")
+           "For an input that requires grad, `None` means no gradient through this Function",
+           none_is_refused_for_an_input_that_requires_grad, *NONE_FAMILIES, fails_on="True")
 
 
 def penalty_through_compile_raises_one_of_the_two_messages(setting) -> bool:
@@ -7426,3 +7416,30 @@ def test_r37e_1_a_torch_func_u_x_through_a_compiled_module_trains(real_claims):
     replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
            "so no loss built\nfrom a $u_x$ that `autograd.grad` took through it", no_input_derivative_through_compile_trains,
            compiled_modules(), multi_term_losses(terms=st.integers(1, 3)), fails_on="compiled MLP")
+
+
+def none_is_a_zero_gradient(wants_grad, returns_none, other_paths) -> bool:
+    """r37e-4, write-a-custom-autograd-function.md (1778e9b:625-626): "For an input that
+    requires grad, `None` is read as a zero gradient, silently": backward() leaves .grad
+    at the other paths' gradient (zeros with none) and autograd.grad returns it. With no
+    other path, .grad stays None and autograd.grad raises "appears to not have been used
+    in the graph"."""
+    from custom_backwards import returning_none
+
+    inputs, returns_none, loss = returning_none(wants_grad, returns_none, other_paths)
+    loss().backward()
+    for t, wants, none in zip(inputs, wants_grad, returns_none):
+        if wants and none:
+            if t.grad is None or not torch.equal(t.grad, torch.full((2,), 1.0 if other_paths else 0.0)):
+                return False
+            try:
+                torch.autograd.grad(loss(), t)
+            except RuntimeError:
+                return False
+    return True
+
+
+def test_r37e_4_none_from_backward_is_no_gradient_not_a_zero(real_claims):
+    replay(real_claims, "how-to/write-a-custom-autograd-function",
+           "For an input that requires grad, `None` means no gradient through this Function",
+           none_is_a_zero_gradient, *NONE_FAMILIES, fails_on="False")
