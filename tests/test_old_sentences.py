@@ -7443,3 +7443,30 @@ def test_r37e_4_none_from_backward_is_no_gradient_not_a_zero(real_claims):
     replay(real_claims, "how-to/write-a-custom-autograd-function",
            "For an input that requires grad, `None` means no gradient through this Function",
            none_is_a_zero_gradient, *NONE_FAMILIES, fails_on="False")
+
+
+def layers_before_the_cube_drop_its_path_silently(setting) -> bool:
+    """r37e-2, write-a-custom-autograd-function.md (1778e9b:2410-2413): "with the Function
+    last and a seed of ones, a second derivative ... silently drops its path (other loss
+    terms, or layers before it)", read as: after a Linear, no second pass raises.
+    autograd.grad with respect to x raises "appears to not have been used in the graph":
+    the slope depends on the weights, not on x."""
+    cube, _ = CUSTOM_BACKWARDS["x³, backward through NumPy, @once_differentiable"]
+    m = setting.model
+    x = setting.inputs.detach().requires_grad_()
+    second_passes = (lambda slope: slope.sum().backward(), lambda slope: torch.autograd.grad(slope.sum(), x),
+                     lambda slope: torch.autograd.grad(slope.sum(), list(m[0].parameters()), allow_unused=True))
+    raised = []
+    for second_pass in second_passes:
+        (slope,) = torch.autograd.grad(cube.apply(m[0](x)).sum(), x, create_graph=True)
+        try:
+            second_pass(slope)
+        except RuntimeError as error:
+            raised.append(str(error))
+    return not raised
+
+
+def test_r37e_2_a_second_grad_in_x_after_layers_raises(real_claims):
+    replay(real_claims, "how-to/write-a-custom-autograd-function",
+           "second derivative can raise an error that does not name the\ndecorator or silently drop its path",
+           layers_before_the_cube_drop_its_path_silently, multi_feature_inputs(), fails_on="tanh MLP")
