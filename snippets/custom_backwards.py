@@ -389,6 +389,31 @@ def around_the_function() -> st.SearchStrategy[Around]:
                      st.sampled_from(["sum", "sin", "relu", "Linear"]))
 
 
+
+def returning_none(wants_grad: list[bool], returns_none: list[bool], other_paths: bool):
+    """Inputs (ones(2), requiring grad where ``wants_grad`` says) and a loss of them: a
+    Function, sum of t_i * (i + 1), whose ``backward`` returns None for the inputs
+    ``returns_none`` marks, plus, with ``other_paths``, a plain sum of each input."""
+    returns_none = returns_none[:len(wants_grad)] + [False] * (len(wants_grad) - len(returns_none))
+
+    class Weighted(torch.autograd.Function):
+        @staticmethod
+        def forward(*inputs):
+            return sum(t * (i + 1) for i, t in enumerate(inputs))
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return tuple(None if none else grad_output * (i + 1) for i, none in enumerate(returns_none))
+    inputs = [torch.ones(2, requires_grad=wants) for wants in wants_grad]
+
+    def loss() -> torch.Tensor:
+        return Weighted.apply(*inputs).sum() + (sum(t.sum() for t in inputs) if other_paths else 0)
+    return inputs, returns_none, loss
+
 def main() -> None:
     x = torch.tensor([0.5, 1.0, 2.5], dtype=torch.float64, requires_grad=True)
     for name, (function, differentiable) in CUSTOM_BACKWARDS.items():

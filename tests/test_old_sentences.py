@@ -773,38 +773,28 @@ def test_s10_a1_class_probability_targets_average_over_the_samples(real_claims):
            *COUNTED_WEIGHT_FAMILIES, fails_on=", True, 0, 0, True", because="the built-in mean")
 
 
-def none_is_refused_for_an_input_that_requires_grad(wants_grad, returns_none) -> bool:
+def none_is_refused_for_an_input_that_requires_grad(wants_grad, returns_none, other_paths) -> bool:
     """S4/S5, write-a-custom-autograd-function.md:375-376: "(`None` for inputs that are
     not tensors or need no gradient)", checked by `w.grad is None` for a `w` that needs
     no gradient. Read as a rule, None anywhere else is refused: autograd accepts it."""
-    returns_none = returns_none[:len(wants_grad)] + [False] * (len(wants_grad) - len(returns_none))
+    from custom_backwards import returning_none
 
-    class Weighted(torch.autograd.Function):
-        @staticmethod
-        def forward(*inputs):
-            return sum(t * (i + 1) for i, t in enumerate(inputs))
-
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            pass
-
-        @staticmethod
-        def backward(ctx, grad_output):
-            return tuple(None if none else grad_output * (i + 1) for i, none in enumerate(returns_none))
-    inputs = [torch.ones(2, requires_grad=wants) for wants in wants_grad]
+    inputs, returns_none, loss = returning_none(wants_grad, returns_none, other_paths)
     try:
-        Weighted.apply(*inputs).sum().backward()
+        loss().backward()
     except RuntimeError:
         return True
     return not any(wants and none for wants, none in zip(wants_grad, returns_none))
 
 
+NONE_FAMILIES = (st.lists(st.booleans(), min_size=1, max_size=3).filter(any), st.lists(st.booleans(), max_size=3),
+                 labelled(st.booleans(), "each input also feeding a plain sum, or not"))
+
+
 def test_s5_none_for_an_input_that_requires_grad_is_accepted_as_zero(real_claims):
     replay(real_claims, "how-to/write-a-custom-autograd-function",
-           "For an input that requires grad, `None` is read as a zero gradient",
-           none_is_refused_for_an_input_that_requires_grad,
-           st.lists(st.booleans(), min_size=1, max_size=3).filter(any), st.lists(st.booleans(), max_size=3),
-           fails_on="True")
+           "For an input that requires grad, `None` means no gradient through this Function",
+           none_is_refused_for_an_input_that_requires_grad, *NONE_FAMILIES, fails_on="True")
 
 
 def penalty_through_compile_raises_one_of_the_two_messages(setting) -> bool:
@@ -6257,7 +6247,7 @@ def test_s34a_3_vmap_hessian_raises_on_a_custom_function(real_claims):
            multi_feature_inputs(), custom_backwards(), jvp_factors(), fails_on="'J0, backward calls bessel_j1'")
 
 
-VMAP_HESSIAN_OF_A_FUNCTION = "`vmap(hessian(...))` of a custom Function\nthat `x` passes through needs a `jvp`"
+VMAP_HESSIAN_OF_A_FUNCTION = "`vmap(hessian(...))` through a custom\nFunction needs vmap support"
 
 
 def vmap_hessian_runs_once_the_function_supports_vmap(setting, custom, jvp_factor) -> bool:
@@ -6348,6 +6338,22 @@ def every_custom_function_needs_a_jvp(setting, custom, jvp_factor) -> bool:
 def test_s35c_3_a_function_x_does_not_pass_through_needs_no_jvp(real_claims):
     replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
            VMAP_HESSIAN_OF_A_FUNCTION, every_custom_function_needs_a_jvp,
+           multi_feature_inputs(), custom_backwards(), jvp_factors(), fails_on="tanh MLP")
+
+
+def a_function_x_does_not_pass_through_needs_nothing(setting, custom, jvp_factor) -> bool:
+    """s35d-3, differentiate-a-network-output-with-respect-to-its-input.md (5147d29:931-933):
+    "`vmap(hessian(...))` of a custom Function that `x` passes through needs a `jvp` and
+    vmap support", read as: one applied to a weight, as it is, needs neither. It raises
+    "does not have vmap support"."""
+    function = CUSTOM_BACKWARDS[custom][0]
+    weight = torch.linspace(0.5, 1.5, setting.inputs.shape[1], dtype=setting.inputs.dtype)
+    return vmap_hessian_runs(lambda row: (row * function.apply(weight)).tanh().sum(), setting.inputs.detach())
+
+
+def test_s35d_3_a_function_on_a_weight_needs_vmap_support(real_claims):
+    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
+           VMAP_HESSIAN_OF_A_FUNCTION, a_function_x_does_not_pass_through_needs_nothing,
            multi_feature_inputs(), custom_backwards(), jvp_factors(), fails_on="tanh MLP")
 
 
@@ -7601,3 +7607,82 @@ def test_r37b_1_chunk_means_of_a_weighted_or_ignoring_loss_weigh_by_counted_weig
            labelled(st.sampled_from(("samples", "class weights", "ignore_index", "class weights and ignore_index")),
                     "cross_entropy per device, counting samples, class weights, ignore_index or both"),
            labelled(SEEDS, "seeds"), fails_on="'class weights", because="the batch mean")
+
+# -- r37e: a u_x through a compiled module, None from backward, a cube after layers ----
+
+def no_input_derivative_through_compile_trains(setting, loss) -> bool:
+    """r37e-1, differentiate-a-network-output-with-respect-to-its-input.md (1778e9b:1338-1340):
+    "through a module compiled with an AOTAutograd backend (the default), `autograd.grad`
+    cannot differentiate again, so no loss built from an input derivative taken through it
+    can be trained", read as written: u_x from vmap(jacrev(...)) of the same compiled module
+    raises too. Dynamo does not trace under the functorch transform: it runs the module
+    eagerly, and the loss trains."""
+    from torch.func import jacrev, vmap
+
+    model = setting.model
+    u_x = vmap(jacrev(lambda row: model(row[None])[0, 0]))(setting.inputs.detach())
+    try:
+        loss(u_x).backward()
+    except RuntimeError:
+        return True
+    return False
+
+
+def test_r37e_1_a_torch_func_u_x_through_a_compiled_module_trains(real_claims):
+    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
+           "so no loss built\nfrom a $u_x$ that `autograd.grad` took through it", no_input_derivative_through_compile_trains,
+           compiled_modules(), multi_term_losses(terms=st.integers(1, 3)), fails_on="compiled MLP")
+
+
+def none_is_a_zero_gradient(wants_grad, returns_none, other_paths) -> bool:
+    """r37e-4, write-a-custom-autograd-function.md (1778e9b:625-626): "For an input that
+    requires grad, `None` is read as a zero gradient, silently": backward() leaves .grad
+    at the other paths' gradient (zeros with none) and autograd.grad returns it. With no
+    other path, .grad stays None and autograd.grad raises "appears to not have been used
+    in the graph"."""
+    from custom_backwards import returning_none
+
+    inputs, returns_none, loss = returning_none(wants_grad, returns_none, other_paths)
+    loss().backward()
+    for t, wants, none in zip(inputs, wants_grad, returns_none):
+        if wants and none:
+            if t.grad is None or not torch.equal(t.grad, torch.full((2,), 1.0 if other_paths else 0.0)):
+                return False
+            try:
+                torch.autograd.grad(loss(), t)
+            except RuntimeError:
+                return False
+    return True
+
+
+def test_r37e_4_none_from_backward_is_no_gradient_not_a_zero(real_claims):
+    replay(real_claims, "how-to/write-a-custom-autograd-function",
+           "For an input that requires grad, `None` means no gradient through this Function",
+           none_is_a_zero_gradient, *NONE_FAMILIES, fails_on="False")
+
+
+def layers_before_the_cube_drop_its_path_silently(setting) -> bool:
+    """r37e-2, write-a-custom-autograd-function.md (1778e9b:2410-2413): "with the Function
+    last and a seed of ones, a second derivative ... silently drops its path (other loss
+    terms, or layers before it)", read as: after a Linear, no second pass raises.
+    autograd.grad with respect to x raises "appears to not have been used in the graph":
+    the slope depends on the weights, not on x."""
+    cube, _ = CUSTOM_BACKWARDS["x³, backward through NumPy, @once_differentiable"]
+    m = setting.model
+    x = setting.inputs.detach().requires_grad_()
+    second_passes = (lambda slope: slope.sum().backward(), lambda slope: torch.autograd.grad(slope.sum(), x),
+                     lambda slope: torch.autograd.grad(slope.sum(), list(m[0].parameters()), allow_unused=True))
+    raised = []
+    for second_pass in second_passes:
+        (slope,) = torch.autograd.grad(cube.apply(m[0](x)).sum(), x, create_graph=True)
+        try:
+            second_pass(slope)
+        except RuntimeError as error:
+            raised.append(str(error))
+    return not raised
+
+
+def test_r37e_2_a_second_grad_in_x_after_layers_raises(real_claims):
+    replay(real_claims, "how-to/write-a-custom-autograd-function",
+           "second derivative can raise an error that does not name the\ndecorator or silently drop its path",
+           layers_before_the_cube_drop_its_path_silently, multi_feature_inputs(), fails_on="tanh MLP")
