@@ -63,6 +63,7 @@ from oracle import (  # noqa: E402
 from reader_settings import (  # noqa: E402
     LATER_LAYERS,
     autocast_dtypes,
+    batch_norm_models,
     compiled_modules,
     later_layers,
     losses_with_linear_terms,
@@ -1610,6 +1611,29 @@ def test_howto39_8_eval_per_sample_gradients_are_of_another_function(real_claims
     replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "They are then gradients of another function",
            eval_per_sample_gradients_average_to_the_training_gradient, train_mode_models(),
            fails_on="MLP with", because="the training gradient")
+
+
+def train_mode_batch_norm_has_no_per_sample_gradients(setting, loss) -> bool:
+    """r37g-8, get-a-full-jacobian-or-hessian.md (1778e9b:1207-1209): "A model with
+    BatchNorm in training mode has no per-sample gradients of its training forward":
+    yet each sample's loss term of one training forward has one, and their mean is the
+    batch gradient."""
+    model, inputs = setting.model, setting.inputs.detach()
+    params = list(model.parameters())
+    losses = torch.stack([loss(out) for out in model(inputs)])
+    try:
+        per_sample = torch.autograd.grad(losses, params, torch.eye(len(inputs)), is_grads_batched=True,
+                                         retain_graph=True)
+    except RuntimeError:
+        return True
+    mean = torch.autograd.grad(losses.mean(), params)
+    return not all(torch.allclose(g.mean(0), m) for g, m in zip(per_sample, mean))
+
+
+def test_r37g_8_train_mode_batch_norm_has_per_sample_loss_gradients(real_claims):
+    replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "Each sample's loss term still has a gradient there",
+           train_mode_batch_norm_has_no_per_sample_gradients, batch_norm_models(), multi_term_losses(),
+           fails_on="BatchNorm")
 
 
 class AmpDecoratedMatMul(torch.autograd.Function):
