@@ -2168,7 +2168,10 @@ GRADCHECK_AFTER_TRAINING.family_name = (
 GRADCHECK_VIEWS = {"t[1:].t()": lambda t: t[1:].t(),
                    "an expand": lambda t: t.unsqueeze(0).expand(3, *t.shape),
                    "a transpose and its sine": lambda t: (t.t(), t.t().sin()),
-                   "a split into rows": lambda t: t.split(1)}
+                   "a split into rows": lambda t: t.split(1),
+                   "two views t.T and t[0]": lambda t: (t.T, t[0]),
+                   "a chunk in two": lambda t: t.chunk(2),
+                   "an unbind": lambda t: t.unbind(0)}
 _COMPUTING = [f"{function}, {state}" for function in GRADCHECK_FUNCTIONS for state in GRADCHECK_STATES
               if function in ("the tanh MLP", "one Linear") or "plain data" not in state]
 GRADCHECK_ALL_CASES = st.sampled_from(
@@ -2178,11 +2181,12 @@ GRADCHECK_ALL_CASES = st.sampled_from(
     + [f"{function}, {state}" for function in GRADCHECK_VIEWS
        for state in ("freshly compiled", "a training step on inputs that require grad, batch 16")]
     + [f"{function}, freshly compiled, in a loss" for function in GRADCHECK_VIEWS
-       if "sine" not in function and "split" not in function])
+       if not isinstance(GRADCHECK_VIEWS[function](torch.zeros(2, 2)), tuple)])
 GRADCHECK_ALL_CASES.family_name = ("the cases below, each also in a loss computed outside "
                                    "the compiled module, and functions returning views of "
                                    "their input (a slice and transpose, an expand, a "
-                                   "transpose with its sine, a split into rows)")
+                                   "transpose with its sine, a split into rows, two "
+                                   "views as a tuple, a chunk, an unbind)")
 
 
 def compiled_mlp_after(case):
@@ -5199,6 +5203,28 @@ def gradgradcheck_raises_the_double_backward_error(case) -> bool:
 def test_r25h5_r1_a_loss_outside_the_compiled_module_raises_another_error(real_claims):
     replay(real_claims, "how-to/check-gradients", "With `backend=\"aot_eager\"`, `gradgradcheck` raises on a",
            gradgradcheck_raises_the_double_backward_error, GRADCHECK_ALL_CASES, fails_on="in a loss")
+
+
+def gradgradcheck_passes_on_a_single_view_only(case) -> bool:
+    """r37g-1, check-gradients.md (1778e9b:702-703): under aot_eager, `gradgradcheck`
+    "passes on one that returns a single view of its input (...; not the several views
+    of `split` or `chunk`)": read as one view passes, several raise. Two plain views
+    as a tuple pass."""
+    function = case.removesuffix(", in a loss").split(", ")[0]
+    if function not in GRADCHECK_VIEWS or "sine" in function:
+        return True
+    compiled, inputs = compiled_mlp_after(case)
+    outputs = compiled(inputs)
+    try:
+        passed = torch.autograd.gradgradcheck(compiled, (inputs,))
+    except RuntimeError:
+        passed = False
+    return passed == (not isinstance(outputs, tuple))
+
+
+def test_r37g_1_two_plain_views_pass_gradgradcheck(real_claims):
+    replay(real_claims, "how-to/check-gradients", "With `backend=\"aot_eager\"`, `gradgradcheck` raises on a",
+           gradgradcheck_passes_on_a_single_view_only, GRADCHECK_ALL_CASES, fails_on="two views")
 
 
 from reader_settings import batch_norm_models_with_one_value as rs_one_value  # noqa: E402
