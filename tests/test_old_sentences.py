@@ -1319,6 +1319,36 @@ def test_h4_4_the_diagonal_of_jacrev_needs_y_as_long_as_x(real_claims):
            fails_on=", 1-D x")  # x[:2] * x.sum() or stack([x, x**2], 1), as the draw goes
 
 
+SUMMARY_BODIES = ["if t > 0:", ".item()", "c.add_(1.0)", "c.mul_(t)", "c.zero_()", "torch.relu_(c)",
+                  "torch.add(c, 1, out=c)", "torch._foreach_add_([c], 1)"]
+
+
+def vmap_grad_rejects_every_in_place_change(name) -> bool:
+    """r37g-4, differentiate-elementwise-functions-at-many-points.md (1778e9b:1326-1329,
+    the Summary): `vmap(grad(f))` "rejects ... in-place changes to captured tensors":
+    a write through out= or _foreach_add_ runs."""
+    held = torch.zeros(())
+    writes = {"torch.add(c, 1, out=c)": lambda t: torch.add(held, 1, out=held) * 0 + t * t,
+              "torch._foreach_add_([c], 1)": lambda t: (torch._foreach_add_([held], 1), t * t)[1]}
+    if name not in writes:
+        return True
+    try:
+        torch.func.vmap(torch.func.grad(writes[name]))(torch.linspace(-2, 2, 7))
+    except RuntimeError:
+        return True
+    return False
+
+
+def test_r37g_4_some_writes_into_captured_tensors_run(real_claims):
+    replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points",
+           "it rejects data-dependent `if`, `.item()`,\n  in-place operations such as",
+           vmap_grad_rejects_every_in_place_change,
+           labelled(st.sampled_from(SUMMARY_BODIES),
+                    "an if on a value, .item(), in-place operations on a captured tensor c, "
+                    "and writes into c through out= and _foreach_add_"),
+           fails_on="c, 1")
+
+
 # -- Fresh reading of the reference pages (issue 39): M1, G1, G2, I2 -----------------------
 
 def eval_gives_the_train_mode_gradient(setting) -> bool:
