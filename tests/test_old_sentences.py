@@ -63,6 +63,7 @@ from oracle import (  # noqa: E402
 from reader_settings import (  # noqa: E402
     LATER_LAYERS,
     autocast_dtypes,
+    batch_norm_models,
     compiled_modules,
     later_layers,
     losses_with_linear_terms,
@@ -1308,6 +1309,36 @@ def test_h4_4_the_diagonal_of_jacrev_needs_y_as_long_as_x(real_claims):
            fails_on=", 1-D x")  # x[:2] * x.sum() or stack([x, x**2], 1), as the draw goes
 
 
+SUMMARY_BODIES = ["if t > 0:", ".item()", "c.add_(1.0)", "c.mul_(t)", "c.zero_()", "torch.relu_(c)",
+                  "torch.add(c, 1, out=c)", "torch._foreach_add_([c], 1)"]
+
+
+def vmap_grad_rejects_every_in_place_change(name) -> bool:
+    """r37g-4, differentiate-elementwise-functions-at-many-points.md (1778e9b:1326-1329,
+    the Summary): `vmap(grad(f))` "rejects ... in-place changes to captured tensors":
+    a write through out= or _foreach_add_ runs."""
+    held = torch.zeros(())
+    writes = {"torch.add(c, 1, out=c)": lambda t: torch.add(held, 1, out=held) * 0 + t * t,
+              "torch._foreach_add_([c], 1)": lambda t: (torch._foreach_add_([held], 1), t * t)[1]}
+    if name not in writes:
+        return True
+    try:
+        torch.func.vmap(torch.func.grad(writes[name]))(torch.linspace(-2, 2, 7))
+    except RuntimeError:
+        return True
+    return False
+
+
+def test_r37g_4_some_writes_into_captured_tensors_run(real_claims):
+    replay(real_claims, "how-to/differentiate-elementwise-functions-at-many-points",
+           "it rejects data-dependent `if`, `.item()`,\n  in-place operations such as",
+           vmap_grad_rejects_every_in_place_change,
+           labelled(st.sampled_from(SUMMARY_BODIES),
+                    "an if on a value, .item(), in-place operations on a captured tensor c, "
+                    "and writes into c through out= and _foreach_add_"),
+           fails_on="c, 1")
+
+
 # -- Fresh reading of the reference pages (issue 39): M1, G1, G2, I2 -----------------------
 
 def eval_gives_the_train_mode_gradient(setting) -> bool:
@@ -1600,6 +1631,29 @@ def test_howto39_8_eval_per_sample_gradients_are_of_another_function(real_claims
     replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "They are then gradients of another function",
            eval_per_sample_gradients_average_to_the_training_gradient, train_mode_models(),
            fails_on="MLP with", because="the training gradient")
+
+
+def train_mode_batch_norm_has_no_per_sample_gradients(setting, loss) -> bool:
+    """r37g-8, get-a-full-jacobian-or-hessian.md (1778e9b:1207-1209): "A model with
+    BatchNorm in training mode has no per-sample gradients of its training forward":
+    yet each sample's loss term of one training forward has one, and their mean is the
+    batch gradient."""
+    model, inputs = setting.model, setting.inputs.detach()
+    params = list(model.parameters())
+    losses = torch.stack([loss(out) for out in model(inputs)])
+    try:
+        per_sample = torch.autograd.grad(losses, params, torch.eye(len(inputs)), is_grads_batched=True,
+                                         retain_graph=True)
+    except RuntimeError:
+        return True
+    mean = torch.autograd.grad(losses.mean(), params)
+    return not all(torch.allclose(g.mean(0), m) for g, m in zip(per_sample, mean))
+
+
+def test_r37g_8_train_mode_batch_norm_has_per_sample_loss_gradients(real_claims):
+    replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "Each sample's loss term still has a gradient there",
+           train_mode_batch_norm_has_no_per_sample_gradients, batch_norm_models(), multi_term_losses(),
+           fails_on="BatchNorm")
 
 
 class AmpDecoratedMatMul(torch.autograd.Function):
@@ -2134,7 +2188,10 @@ GRADCHECK_AFTER_TRAINING.family_name = (
 GRADCHECK_VIEWS = {"t[1:].t()": lambda t: t[1:].t(),
                    "an expand": lambda t: t.unsqueeze(0).expand(3, *t.shape),
                    "a transpose and its sine": lambda t: (t.t(), t.t().sin()),
-                   "a split into rows": lambda t: t.split(1)}
+                   "a split into rows": lambda t: t.split(1),
+                   "two views t.T and t[0]": lambda t: (t.T, t[0]),
+                   "a chunk in two": lambda t: t.chunk(2),
+                   "an unbind": lambda t: t.unbind(0)}
 _COMPUTING = [f"{function}, {state}" for function in GRADCHECK_FUNCTIONS for state in GRADCHECK_STATES
               if function in ("the tanh MLP", "one Linear") or "plain data" not in state]
 GRADCHECK_ALL_CASES = st.sampled_from(
@@ -2144,11 +2201,12 @@ GRADCHECK_ALL_CASES = st.sampled_from(
     + [f"{function}, {state}" for function in GRADCHECK_VIEWS
        for state in ("freshly compiled", "a training step on inputs that require grad, batch 16")]
     + [f"{function}, freshly compiled, in a loss" for function in GRADCHECK_VIEWS
-       if "sine" not in function and "split" not in function])
+       if not isinstance(GRADCHECK_VIEWS[function](torch.zeros(2, 2)), tuple)])
 GRADCHECK_ALL_CASES.family_name = ("the cases below, each also in a loss computed outside "
                                    "the compiled module, and functions returning views of "
                                    "their input (a slice and transpose, an expand, a "
-                                   "transpose with its sine, a split into rows)")
+                                   "transpose with its sine, a split into rows, two "
+                                   "views as a tuple, a chunk, an unbind)")
 
 
 def compiled_mlp_after(case):
@@ -5228,6 +5286,28 @@ def gradgradcheck_raises_the_double_backward_error(case) -> bool:
 def test_r25h5_r1_a_loss_outside_the_compiled_module_raises_another_error(real_claims):
     replay(real_claims, "how-to/check-gradients", "With `backend=\"aot_eager\"`, `gradgradcheck` raises on a",
            gradgradcheck_raises_the_double_backward_error, GRADCHECK_ALL_CASES, fails_on="in a loss")
+
+
+def gradgradcheck_passes_on_a_single_view_only(case) -> bool:
+    """r37g-1, check-gradients.md (1778e9b:702-703): under aot_eager, `gradgradcheck`
+    "passes on one that returns a single view of its input (...; not the several views
+    of `split` or `chunk`)": read as one view passes, several raise. Two plain views
+    as a tuple pass."""
+    function = case.removesuffix(", in a loss").split(", ")[0]
+    if function not in GRADCHECK_VIEWS or "sine" in function:
+        return True
+    compiled, inputs = compiled_mlp_after(case)
+    outputs = compiled(inputs)
+    try:
+        passed = torch.autograd.gradgradcheck(compiled, (inputs,))
+    except RuntimeError:
+        passed = False
+    return passed == (not isinstance(outputs, tuple))
+
+
+def test_r37g_1_two_plain_views_pass_gradgradcheck(real_claims):
+    replay(real_claims, "how-to/check-gradients", "With `backend=\"aot_eager\"`, `gradgradcheck` raises on a",
+           gradgradcheck_passes_on_a_single_view_only, GRADCHECK_ALL_CASES, fails_on="two views")
 
 
 from reader_settings import batch_norm_models_with_one_value as rs_one_value  # noqa: E402
