@@ -413,6 +413,35 @@ def labelled(strategy: st.SearchStrategy, name: str) -> st.SearchStrategy:
     return fresh
 
 
+# -- Where a gradient is inf or nan (anomaly mode's cases) ----------------------------
+
+# f and a point where f's backward makes an inf or a nan: in one backward function,
+# further back (sqrt(x**2)), or where autograd adds what two uses of x send back
+# (+inf and -inf), at a leaf or at an intermediate h that passes the sum on.
+NON_FINITE_GRADIENTS: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], float]] = {
+    "sqrt at 0": (torch.sqrt, 0.0), "sqrt at -1": (torch.sqrt, -1.0),
+    "log at 0": (torch.log, 0.0), "log at -1": (torch.log, -1.0),
+    "1/x at 0": (torch.reciprocal, 0.0), "acos at 1": (torch.acos, 1.0),
+    "asin at 2": (torch.asin, 2.0), "x**0.5 at 0": (lambda t: t ** 0.5, 0.0),
+    "sqrt(x)*0 at 0": (lambda t: torch.sqrt(t) * 0, 0.0),
+    "sqrt(x**2) at 0": (lambda t: torch.sqrt(t ** 2), 0.0),
+    "sqrt(x) - sqrt(2x) at 0": (lambda t: torch.sqrt(t) - torch.sqrt(2 * t), 0.0),
+    "log(x) - log(3x) at 0": (lambda t: torch.log(t) - torch.log(3 * t), 0.0),
+    "1/x - 1/(2x) at 0": (lambda t: torch.reciprocal(t) - torch.reciprocal(2 * t), 0.0),
+    "h = x * 1.0, sqrt(h) - sqrt(2h) at 0": (
+        lambda t: (lambda h: torch.sqrt(h) - torch.sqrt(2 * h))(t * 1.0), 0.0),
+    "h = x.clone(), log(h) - log(3h) at 0": (
+        lambda t: (lambda h: torch.log(h) - torch.log(3 * h))(t.clone()), 0.0),
+}
+
+
+def non_finite_gradients() -> st.SearchStrategy[str]:
+    """A name of ``NON_FINITE_GRADIENTS``."""
+    return labelled(st.sampled_from(sorted(NON_FINITE_GRADIENTS)),
+                    "functions at a point where a gradient is inf or nan, "
+                    "some adding +inf and -inf from two uses of x")
+
+
 def main() -> None:
     """Show a few members of each family (tests/test_families.py checks them)."""
     for factory in FAMILIES:

@@ -41,11 +41,13 @@ from custom_backwards import (  # noqa: E402
 )
 from custom_second_pass import custom_behaviours, custom_forms, custom_function, second_pass_of  # noqa: E402
 from families import (  # noqa: E402
+    NON_FINITE_GRADIENTS,
     SEEDS,
     SIZES,
     batches,
     labelled,
     mixing_maps,
+    non_finite_gradients,
     points,
     small_networks,
     vector_maps,
@@ -7766,3 +7768,33 @@ def test_r37e_2_a_second_grad_in_x_after_layers_raises(real_claims):
     replay(real_claims, "how-to/write-a-custom-autograd-function",
            "second derivative can raise an error that does not name the\ndecorator or silently drop its path",
            layers_before_the_cube_drop_its_path_silently, multi_feature_inputs(), fails_on="tanh MLP")
+
+# -- r37f-3/r37f-5: debug-nan-and-wrong-gradients.md, a NaN made by adding gradients -----
+
+def anomaly_mode_raises_exactly_where_the_gradient_holds_a_nan(case) -> bool:
+    """r37f-3, debug-nan-and-wrong-gradients.md (1778e9b:548-552): anomaly mode "checks
+    each gradient for NaN only ...: an `inf` passes silently: anomaly mode raises only if
+    it turns into a NaN further back, and otherwise it reaches `.grad` unreported": read
+    so, it raises exactly when a NaN reaches the gradient. It checks what each backward
+    function returns: the NaN autograd makes by adding the +inf and -inf that two uses of
+    x send back reaches x.grad with no error."""
+    import warnings
+
+    f, at = NON_FINITE_GRADIENTS[case]
+    leaf = torch.tensor([at], requires_grad=True)
+    f(leaf).sum().backward()
+    under = torch.tensor([at], requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            with torch.autograd.detect_anomaly():
+                f(under).sum().backward()
+        except RuntimeError:
+            return bool(leaf.grad.isnan().any())
+    return not bool(leaf.grad.isnan().any())
+
+
+def test_r37f_3_anomaly_mode_misses_a_nan_made_by_adding_gradients(real_claims):
+    replay(real_claims, "how-to/debug-nan-and-wrong-gradients", "An `inf` passes, and can reach `.grad`",
+           anomaly_mode_raises_exactly_where_the_gradient_holds_a_nan, non_finite_gradients(),
+           fails_on="1/x - 1/(2x) at 0")
