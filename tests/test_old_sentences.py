@@ -22,6 +22,7 @@ more of them.
 
 from __future__ import annotations
 
+import copy
 import re
 import sys
 from pathlib import Path
@@ -1635,13 +1636,17 @@ def test_howto39_8_eval_per_sample_gradients_are_of_another_function(real_claims
            fails_on="MLP with", because="the training gradient")
 
 
-def train_mode_batch_norm_has_no_per_sample_gradients(setting, loss) -> bool:
+FROZEN = labelled(st.booleans(), "all parameters trainable, or the first one frozen")
+
+
+def train_mode_batch_norm_has_no_per_sample_gradients(setting, loss, frozen) -> bool:
     """r37g-8, get-a-full-jacobian-or-hessian.md (1778e9b:1207-1209): "A model with
     BatchNorm in training mode has no per-sample gradients of its training forward":
     yet each sample's loss term of one training forward has one, and their mean is the
     batch gradient."""
-    model, inputs = setting.model, setting.inputs.detach()
-    params = list(model.parameters())
+    model, inputs = copy.deepcopy(setting.model), setting.inputs.detach()
+    next(model.parameters()).requires_grad_(not frozen)
+    params = [p for p in model.parameters() if p.requires_grad]
     losses = torch.stack([loss(out) for out in model(inputs)])
     try:
         per_sample = torch.autograd.grad(losses, params, torch.eye(len(inputs)), is_grads_batched=True,
@@ -1654,8 +1659,29 @@ def train_mode_batch_norm_has_no_per_sample_gradients(setting, loss) -> bool:
 
 def test_r37g_8_train_mode_batch_norm_has_per_sample_loss_gradients(real_claims):
     replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "Each sample's loss term still has a gradient there",
-           train_mode_batch_norm_has_no_per_sample_gradients, batch_norm_models(), multi_term_losses(),
+           train_mode_batch_norm_has_no_per_sample_gradients, batch_norm_models(), multi_term_losses(), FROZEN,
            fails_on="BatchNorm")
+
+
+def every_parameter_takes_the_batched_grad(setting, loss, frozen) -> bool:
+    """n38g-3, get-a-full-jacobian-or-hessian.md (1820ded:1239-1241): the recipe
+    `torch.autograd.grad(losses, list(model.parameters()), torch.eye(B),
+    is_grads_batched=True)`, read as running on the reader's model: with a frozen
+    parameter it raises "One of the differentiated Tensors does not require grad"."""
+    model, inputs = copy.deepcopy(setting.model), setting.inputs.detach()
+    next(model.parameters()).requires_grad_(not frozen)
+    losses = torch.stack([loss(out) for out in model(inputs)])
+    try:
+        torch.autograd.grad(losses, list(model.parameters()), torch.eye(len(inputs)), is_grads_batched=True)
+    except RuntimeError as error:
+        return "does not require grad" not in str(error)
+    return True
+
+
+def test_n38g_3_the_batched_grad_recipe_skips_frozen_parameters(real_claims):
+    replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "Each sample's loss term still has a gradient there",
+           every_parameter_takes_the_batched_grad, batch_norm_models(), multi_term_losses(), FROZEN,
+           fails_on=".mean(), True")
 
 
 class AmpDecoratedMatMul(torch.autograd.Function):
@@ -7798,3 +7824,35 @@ def test_r37f_3_anomaly_mode_misses_a_nan_made_by_adding_gradients(real_claims):
     replay(real_claims, "how-to/debug-nan-and-wrong-gradients", "An `inf` passes, and can reach `.grad`",
            anomaly_mode_raises_exactly_where_the_gradient_holds_a_nan, non_finite_gradients(),
            fails_on="1/x - 1/(2x) at 0")
+
+
+# -- n38g-2: check-gradients.md, fast_mode's evaluations in the parameters-as-inputs recipe --
+
+def fast_mode_evaluations_do_not_grow_with_the_model(width, outputs, depth) -> bool:
+    """n38g-2, check-gradients.md (1820ded:336-338): `fast_mode=True`, "whose number of
+    evaluations does not grow with those sizes" (the numbers of `x` and the parameters):
+    each parameter tensor is an input there, and one more layer costs fast mode more
+    evaluations."""
+    from torch.func import functional_call
+
+    def evaluations(layers):
+        model = torch.nn.Sequential(torch.nn.Linear(3, width), torch.nn.Tanh(),
+                                    *[torch.nn.Linear(width, width) for _ in range(layers - 1)],
+                                    torch.nn.Linear(width, outputs)).double()
+        counted = []
+        model.register_forward_hook(lambda *_: counted.append(1))
+        names = [n for n, _ in model.named_parameters()]
+        params = tuple(p.detach().requires_grad_() for p in model.parameters())
+        batch = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
+        assert torch.autograd.gradcheck(lambda t, *ps: functional_call(model, dict(zip(names, ps)), (t,)),
+                                        (batch, *params), fast_mode=True)
+        return len(counted)
+
+    return evaluations(depth) == evaluations(depth + 1)
+
+
+def test_n38g_2_fast_mode_grows_with_the_parameter_tensors(real_claims):
+    replay(real_claims, "how-to/check-gradients", "By default `gradcheck` evaluates the module twice per number",
+           fast_mode_evaluations_do_not_grow_with_the_model, labelled(st.integers(1, 6), "hidden widths 1 to 6"),
+           labelled(st.integers(1, 3), "outputs 1 to 3"), labelled(st.integers(1, 3), "hidden layers 1 to 3"),
+           fails_on="1, 1, 1")
