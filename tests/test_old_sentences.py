@@ -6693,7 +6693,7 @@ def gradgradcheck_fails_on_numpy_cube(values, _seed) -> bool:
     return not passes_gradgradcheck("x³, backward through NumPy, @once_differentiable", values)
 
 
-@pytest.mark.parametrize("quote", ["or layers before it): run `gradgradcheck`",
+@pytest.mark.parametrize("quote", ["drop its path: run `gradgradcheck`",
                                    "run `gradgradcheck` (it usually fails on `NumpyCube`"])
 def test_r32_custom2_gradgradcheck_passes_numpy_cube_at_0(real_claims, quote):
     from custom_backwards import backward_points, grad_outputs
@@ -7792,8 +7792,41 @@ def layers_before_the_cube_drop_its_path_silently(setting) -> bool:
 
 def test_r37e_2_a_second_grad_in_x_after_layers_raises(real_claims):
     replay(real_claims, "how-to/write-a-custom-autograd-function",
-           "second derivative can raise an error that does not name the\ndecorator or silently drop its path",
+           "of ones (alone, after other layers or with other loss terms), a second\nderivative can raise",
            layers_before_the_cube_drop_its_path_silently, multi_feature_inputs(), fails_on="tanh MLP")
+
+
+# -- n38e-1: differentiate-a-network-output-with-respect-to-its-input.md, x made inside --
+
+def u_outside_the_block_is_enough(setting, block, made) -> bool:
+    """n38e-1, differentiate-a-network-output-with-respect-to-its-input.md (1820ded:958-960):
+    "compute `u` and its derivatives outside those blocks", read as: whatever block made
+    x, u = model(x) and the grad after it work. An x made under inference_mode is an
+    inference tensor: u from it "cannot be saved for backward"."""
+    x = setting.inputs
+    with {"torch.no_grad()": torch.no_grad, "torch.inference_mode()": torch.inference_mode}[block]():
+        if made == "inside the block":
+            x = setting.inputs.detach().clone().requires_grad_()
+    try:
+        u = setting.model(x)
+        torch.autograd.grad(u, x, torch.ones_like(u), create_graph=True)
+    except RuntimeError:
+        return False
+    return True
+
+
+def test_n38e_1_an_x_made_under_inference_mode_needs_a_clone(real_claims):
+    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
+           "The first `grad` raises the same \"element 0 of tensors does not require grad\"",
+           u_outside_the_block_is_enough,
+           labelled(st.one_of(sample_batches(), train_mode_models(), compiled_modules()),
+                    "critics on rows (N, F) or images (B, C, H, W), MLPs with Dropout or BatchNorm1d in "
+                    "training mode, compiled MLPs"),
+           labelled(st.sampled_from(["torch.no_grad()", "torch.inference_mode()"]),
+                    "evaluation blocks: torch.no_grad(), torch.inference_mode()"),
+           labelled(st.sampled_from(["outside the block", "inside the block"]),
+                    "x made outside the block, or inside it (requiring grad)"),
+           fails_on="inside the block")
 
 # -- r37f-3/r37f-5: debug-nan-and-wrong-gradients.md, a NaN made by adding gradients -----
 
