@@ -7889,3 +7889,56 @@ def test_n38g_2_fast_mode_grows_with_the_parameter_tensors(real_claims):
            fast_mode_evaluations_do_not_grow_with_the_model, labelled(st.integers(1, 6), "hidden widths 1 to 6"),
            labelled(st.integers(1, 3), "outputs 1 to 3"), labelled(st.integers(1, 3), "hidden layers 1 to 3"),
            fails_on="1, 1, 1")
+
+# -- n38b-2/n38b-3: backpropagate-from-a-non-scalar-output.md, per-GPU class weights, float16 sums --
+
+DEVICE_SHARE_FAMILIES = (labelled(st.integers(2, 12), "batch sizes 2 to 12"), labelled(st.integers(2, 4), "2 to 4 devices"),
+                         labelled(st.booleans(), "class weights: yes or no"),
+                         labelled(SEEDS, "seeds of scores, labels and ignored targets"))
+
+
+def gathered_means_over_the_counted_weights_are_the_batch_mean(size, devices, weighted, seed) -> bool:
+    """n38b-2, backpropagate-from-a-non-scalar-output.md (1820ded:253-257): per-GPU
+    losses "for a loss with class-index targets and class weights or `ignore_index`,
+    as in the reduction below", which divides the sum by the counted weights: applied
+    to the gathered means, the sum of the means over the counted weights."""
+    generator = torch.Generator().manual_seed(seed)
+    scores = torch.randn(size, 3, dtype=torch.float64, generator=generator)
+    labels = torch.randint(3, (size,), generator=generator)
+    labels[torch.rand(size, generator=generator) < 0.3] = -100
+    labels[0] = 0
+    class_weight = torch.rand(3, dtype=torch.float64, generator=generator) + 0.1 if weighted else None
+    counted = (labels != -100).double() * (1 if class_weight is None else class_weight[labels.clamp(min=0)])
+    means = torch.stack([torch.nn.functional.cross_entropy(z, t, weight=class_weight)
+                         for z, t in zip(scores.chunk(devices), labels.chunk(devices))])
+    return bool(torch.isclose(means.nansum() / counted.sum(),
+                              torch.nn.functional.cross_entropy(scores, labels, weight=class_weight)))
+
+
+def test_n38b_2_per_gpu_class_weighted_losses_were_sent_to_the_per_sample_reduction(real_claims):
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output",
+           "(per GPU, for chunks of unequal size or a loss with class-index targets",
+           gathered_means_over_the_counted_weights_are_the_batch_mean, *DEVICE_SHARE_FAMILIES, fails_on="")
+
+
+HALF_FAMILIES = (labelled(st.sampled_from([torch.float16, torch.bfloat16, torch.float32]), "float16, bfloat16 and float32"),
+                 labelled(st.sampled_from([(5, 7), (64, 3, 32, 32), (8, 3, 64, 64)]),
+                          "loss shapes (5, 7), (64, 3, 32, 32) and (8, 3, 64, 64)"),
+                 labelled(SEEDS, "seeds"))
+
+
+def the_weighted_mean_in_the_loss_dtype_is_finite(dtype, shape, seed) -> bool:
+    """n38b-3, backpropagate-from-a-non-scalar-output.md (1820ded:1135-1137): "divide it
+    by `weights.expand_as(per_sample_loss).sum()` for the weighted mean", its sums taken
+    in the loss's dtype: in float16 they overflow on an image batch."""
+    generator = torch.Generator().manual_seed(seed)
+    loss = torch.nn.MSELoss(reduction="none")(torch.randn(shape, generator=generator).to(dtype),
+                                              torch.randn(shape, generator=generator).to(dtype))
+    weights = torch.rand(shape[0], generator=generator).to(dtype).view(-1, *[1] * (len(shape) - 1))
+    return bool(((loss * weights).sum() / weights.expand_as(loss).sum()).isfinite())
+
+
+def test_n38b_3_float16_sums_of_an_image_batch_overflow(real_claims):
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output",
+           "In float16, pass `dtype=torch.float32` to both sums",
+           the_weighted_mean_in_the_loss_dtype_is_finite, *HALF_FAMILIES, fails_on="torch.float16")
