@@ -7798,3 +7798,30 @@ def test_r37f_3_anomaly_mode_misses_a_nan_made_by_adding_gradients(real_claims):
     replay(real_claims, "how-to/debug-nan-and-wrong-gradients", "An `inf` passes, and can reach `.grad`",
            anomaly_mode_raises_exactly_where_the_gradient_holds_a_nan, non_finite_gradients(),
            fails_on="1/x - 1/(2x) at 0")
+
+
+# -- n38a-1: get-gradients-of-intermediate-tensors.md, a late hook on a compiled model -----
+
+def test_n38a_1_a_late_hook_on_a_compiled_model_runs_on_a_new_batch_size(real_claims):
+    """n38a-1, get-gradients-of-intermediate-tensors.md (1820ded:1297-1300): a hook
+    registered after the first call of torch.compile(model) "can be silently skipped,
+    until you call `torch._dynamo.reset()`", checked on one input shape. A batch of a
+    new size compiles again and the hook runs there, with no reset. The page's check now
+    draws a later batch size."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+    compiled = torch.compile(model, backend="aot_eager")
+    compiled(torch.randn(4, 3)).sum().backward()
+    seen = []
+    model[1].register_full_backward_hook(lambda m, gi, go: seen.append(go[0].shape[0]))
+    for n in (4, 1):
+        compiled(torch.randn(n, 3)).sum().backward()
+    torch._dynamo.reset()
+    assert seen == [1], seen
+    page = "how-to/get-gradients-of-intermediate-tensors"
+    assert not _records_quoting(real_claims, page, "silently skipped, until you call")
+    [record] = [r for r in _records_quoting(real_claims, page, "skipped by the code compiled before it")
+                if r["check"] == "check_property"]
+    assert any("a later batch of" in family for family in record["families"]), record["families"]
+
