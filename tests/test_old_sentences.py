@@ -7942,3 +7942,52 @@ def test_n38b_3_float16_sums_of_an_image_batch_overflow(real_claims):
     replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output",
            "In float16, pass `dtype=torch.float32` to both sums",
            the_weighted_mean_in_the_loss_dtype_is_finite, *HALF_FAMILIES, fails_on="torch.float16")
+
+# -- n38a-1: get-gradients-of-intermediate-tensors.md, a late hook on a compiled model -----
+
+def test_n38a_1_a_late_hook_on_a_compiled_model_runs_on_a_new_batch_size(real_claims):
+    """n38a-1, get-gradients-of-intermediate-tensors.md (1820ded:1297-1300): a hook
+    registered after the first call of torch.compile(model) "can be silently skipped,
+    until you call `torch._dynamo.reset()`", checked on one input shape. A batch of a
+    new size compiles again and the hook runs there, with no reset. The page's check now
+    draws a later batch size."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+    compiled = torch.compile(model, backend="aot_eager")
+    compiled(torch.randn(4, 3)).sum().backward()
+    seen = []
+    model[1].register_full_backward_hook(lambda m, gi, go: seen.append(go[0].shape[0]))
+    for n in (4, 1):
+        compiled(torch.randn(n, 3)).sum().backward()
+    torch._dynamo.reset()
+    assert seen == [1], seen
+    page = "how-to/get-gradients-of-intermediate-tensors"
+    assert not _records_quoting(real_claims, page, "silently skipped, until you call")
+    [record] = [r for r in _records_quoting(real_claims, page, "skipped by the code compiled before it")
+                if r["check"] == "check_property"]
+    assert any("a later batch of" in family for family in record["families"]), record["families"]
+
+
+# -- n38a-3: differentiation-apis.md, forward-mode functional.jacobian under FlopCounterMode --
+
+def test_n38a_3_forward_mode_functional_jacobian_runs_under_the_counter(real_claims):
+    """n38a-3, differentiation-apis.md (1820ded:2543-2545): under FlopCounterMode, of a
+    module called on its input, "so do `hvp`, ..., `functional.jacobian`, ..." raise,
+    checked on the default (reverse) strategy alone. With strategy="forward-mode" and
+    vectorize=True it runs, as torch.func.jacfwd does. The page now names the default
+    reverse mode, and its check runs forward mode among the ways that run."""
+    from torch.autograd import functional
+    from torch.utils.flop_counter import FlopCounterMode
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+    at = torch.randn(5, 3)
+    with FlopCounterMode(display=False):
+        counted = functional.jacobian(lambda t: model(t).sum(), at, strategy="forward-mode", vectorize=True)
+    check_close(counted, torch.func.jacfwd(lambda t: model(t).sum())(at), "forward-mode jacobian, counted")
+    page = "reference/differentiation-apis"
+    assert not _records_quoting(real_claims, page, "`functional.jvp`, `functional.jacobian`, `torch.func.grad`")
+    [record] = [r for r in _records_quoting(real_claims, page, "`functional.jacobian` (default reverse mode)")
+                if r["check"] == "check_property"]
+    assert "functional.jacobian, forward mode" in record["fixed"], record["fixed"]
