@@ -7991,3 +7991,28 @@ def test_n38a_3_forward_mode_functional_jacobian_runs_under_the_counter(real_cla
     [record] = [r for r in _records_quoting(real_claims, page, "`functional.jacobian` (default reverse mode)")
                 if r["check"] == "check_property"]
     assert "functional.jacobian, forward mode" in record["fixed"], record["fixed"]
+
+# -- n38f-2: debug-nan-and-wrong-gradients.md, where anomaly mode reports a NaN made by adding --
+
+def a_nan_made_by_adding_gradients_passes_anomaly_mode(case) -> bool:
+    """n38f-2, debug-nan-and-wrong-gradients.md (1820ded:729-731): "A NaN that autograd
+    makes by adding gradients between backward functions passes too, as none of them
+    returned it": read so, anomaly mode raises no error on the two uses of x that send
+    back +inf and -inf. Where the two uses are of h = x * 1.0, h's backward function
+    passes the NaN on and anomaly mode names it."""
+    import warnings
+
+    f, at = NON_FINITE_GRADIENTS[case]
+    raised = []
+    with warnings.catch_warnings(), torch.autograd.detect_anomaly():
+        warnings.simplefilter("ignore")
+        try:
+            f(torch.tensor([at], requires_grad=True)).sum().backward()
+        except RuntimeError as error:
+            raised.append(str(error))
+    return " - " not in case or not raised
+
+
+def test_n38f_2_a_nan_made_by_adding_gradients_is_named_past_a_leaf(real_claims):
+    replay(real_claims, "how-to/debug-nan-and-wrong-gradients", "A NaN that autograd makes by adding gradients",
+           a_nan_made_by_adding_gradients_passes_anomaly_mode, non_finite_gradients(), fails_on="h = ")
