@@ -135,6 +135,24 @@ def train_mode_models(draw, layers: tuple[str, ...] = TRAIN_LAYERS) -> Setting:
                    _leaf(seed, batch, features), layer)
 
 
+@named("MLPs with Dropout or BatchNorm1d in training mode, and a Linear alone or after a "
+       "BatchNorm1d (train)")
+@st.composite
+def checkpointed_blocks(draw) -> Setting:
+    """``train_mode_models``, and blocks with no nonlinearity between input and weights:
+    a gradient penalty's backward through them unpacks none of their saved tensors."""
+    if draw(st.booleans()):
+        return draw(train_mode_models())
+    norm, batch, features, seed = (draw(st.booleans()), draw(BATCH_SIZES),
+                                   draw(st.integers(2, 4)), draw(SEEDS))
+    with seeded(seed):
+        block = torch.nn.Sequential(*[torch.nn.BatchNorm1d(features)] * norm,
+                                    torch.nn.Linear(features, 1)).to(DTYPE).train()
+    kind = "BatchNorm1d" if norm else "Linear"
+    return Setting(f"{'BatchNorm1d, ' * norm}Linear (train) on ({batch}, {features}), seed {seed}", block,
+                   _leaf(seed, batch, features), kind)
+
+
 def _batch_norm_words(sides: tuple[int, int] = (3, 6)) -> str:
     return ("models with BatchNorm in training mode: BatchNorm1d on rows (N, F) and on "
             "sequences (N, C, L), BatchNorm2d on image batches (B, C, H, W)"
@@ -378,7 +396,7 @@ def shapes_and_dims() -> st.SearchStrategy[tuple[tuple[int, ...], int]]:
         st.just(shape), st.integers(-len(shape), len(shape) - 1)))
 
 
-FAMILIES = (multi_feature_inputs, image_batches, sample_batches, train_mode_models,
+FAMILIES = (multi_feature_inputs, image_batches, sample_batches, train_mode_models, checkpointed_blocks,
             batch_norm_models, multi_term_losses, losses_with_linear_terms, autocast_dtypes,
             later_layers, compiled_modules, non_leaf_inputs, moved_leaves, shapes_and_dims)
 

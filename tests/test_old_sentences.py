@@ -7613,11 +7613,8 @@ def test_s34c_4_the_dashed_button_names_no_link_address(real_claims):
            fails_on="[and](https://github.com/pytorch/pytorch/issues/131753)")
 
 
-def the_checkpointed_block_runs_twice(setting, backwards) -> bool:
-    """r37d-2, glossary.md (activation checkpointing), before s37: "Less memory for one
-    more forward pass through the block", BatchNorm updating its running statistics "a
-    second time": two runs in all, read for one backward. A gradient penalty's second
-    backward recomputes the block once more."""
+def checkpointed_block_runs(setting, backwards) -> int:
+    """How many times a block checkpointed whole runs, forward and backward."""
     from torch.utils.checkpoint import checkpoint
 
     runs = []
@@ -7629,18 +7626,44 @@ def the_checkpointed_block_runs_twice(setting, backwards) -> bool:
     else:
         for _ in range(1 if backwards == "one backward" else 2):
             out.sum().backward(retain_graph=True)
-    return len(runs) == 2
+    return len(runs)
+
+
+def the_checkpointed_block_runs_twice(setting, backwards) -> bool:
+    """r37d-2, glossary.md (activation checkpointing), before s37: "Less memory for one
+    more forward pass through the block", BatchNorm updating its running statistics "a
+    second time": two runs in all, read for one backward. A gradient penalty's second
+    backward recomputes the block once more."""
+    return checkpointed_block_runs(setting, backwards) == 2
+
+
+def the_checkpointed_block_runs_once_more_per_backward(setting, backwards) -> bool:
+    """n38d-1, glossary.md (activation checkpointing), before s38: "one more forward pass
+    through the block per backward pass through it, so a gradient penalty [...] runs it
+    three times". A penalty's backward through a single Linear unpacks none of the tensors
+    the block saved, and does not rerun it: two runs in all."""
+    return checkpointed_block_runs(setting, backwards) == (3 if backwards != "one backward" else 2)
+
+
+CHECKPOINT_BACKWARDS = labelled(st.sampled_from(("autograd.grad(create_graph=True), then the penalty's backward",
+                                                 "one backward", "two backwards (retain_graph=True)")),
+                                "one backward, two, or a gradient penalty's two")
 
 
 def test_r37d2_checkpointing_reruns_the_block_per_backward(real_claims):
-    from reader_settings import train_mode_models
+    from reader_settings import checkpointed_blocks
 
-    drawn = ("autograd.grad(create_graph=True), then the penalty's backward", "one backward",
-             "two backwards (retain_graph=True)")
     replay(real_claims, "reference/glossary", "Less memory\n  for one more forward pass through the block per",
-           the_checkpointed_block_runs_twice, train_mode_models(),
-           labelled(st.sampled_from(drawn), "one backward, two, or a gradient penalty's two"),
+           the_checkpointed_block_runs_twice, checkpointed_blocks(), CHECKPOINT_BACKWARDS,
            fails_on="then the penalty's backward")
+
+
+def test_n38d1_checkpointing_reruns_the_block_per_backward_that_unpacks(real_claims):
+    from reader_settings import checkpointed_blocks
+
+    replay(real_claims, "reference/glossary", "Less memory\n  for one more forward pass through the block per",
+           the_checkpointed_block_runs_once_more_per_backward, checkpointed_blocks(), CHECKPOINT_BACKWARDS,
+           fails_on="Linear (train)")
 
 # -- r37a-3: differentiation-apis.md, backward(inputs=) fills a retained non-leaf too --------
 

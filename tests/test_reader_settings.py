@@ -69,6 +69,12 @@ def test_train_mode_models_hold_dropout_and_batchnorm():
     assert member(rs.train_mode_models(), lambda s: s.kind == "BatchNorm1d")
 
 
+def test_checkpointed_blocks_hold_train_mode_models_and_linear_blocks():
+    for kind in ("Dropout", "BatchNorm1d", "Linear"):
+        assert member(rs.checkpointed_blocks(), lambda s, kind=kind: s.kind == kind)
+    assert member(rs.checkpointed_blocks(), lambda s: s.name.startswith("BatchNorm1d, Linear"))
+
+
 @pytest.mark.parametrize("layers", [("Dropout", "BatchNorm1d"), ("BatchNorm1d",), ("Dropout",)])
 def test_a_train_mode_label_names_only_the_layers_it_draws(layers):
     """A family narrowed to BatchNorm1d is not labelled "Dropout or BatchNorm"."""
