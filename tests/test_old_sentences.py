@@ -6355,7 +6355,7 @@ def test_s34a_3_vmap_hessian_raises_on_a_custom_function(real_claims):
            multi_feature_inputs(), custom_backwards(), jvp_factors(), fails_on="'J0, backward calls bessel_j1'")
 
 
-VMAP_HESSIAN_OF_A_FUNCTION = "`vmap(hessian(...))` through a custom\nFunction needs vmap support"
+VMAP_HESSIAN_OF_A_FUNCTION = "`vmap(hessian(...))` through a custom\nFunction needs `forward` and `setup_context`"
 
 
 def vmap_hessian_runs_once_the_function_supports_vmap(setting, custom, jvp_factor) -> bool:
@@ -7650,10 +7650,13 @@ CHECKPOINT_BACKWARDS = labelled(st.sampled_from(("autograd.grad(create_graph=Tru
                                 "one backward, two, or a gradient penalty's two")
 
 
+CHECKPOINT_COSTS = "Run eagerly (not under `torch.compile`): less memory for one more forward pass"
+
+
 def test_r37d2_checkpointing_reruns_the_block_per_backward(real_claims):
     from reader_settings import checkpointed_blocks
 
-    replay(real_claims, "reference/glossary", "Less memory\n  for one more forward pass through the block per",
+    replay(real_claims, "reference/glossary", CHECKPOINT_COSTS,
            the_checkpointed_block_runs_twice, checkpointed_blocks(), CHECKPOINT_BACKWARDS,
            fails_on="then the penalty's backward")
 
@@ -7661,7 +7664,7 @@ def test_r37d2_checkpointing_reruns_the_block_per_backward(real_claims):
 def test_n38d1_checkpointing_reruns_the_block_per_backward_that_unpacks(real_claims):
     from reader_settings import checkpointed_blocks
 
-    replay(real_claims, "reference/glossary", "Less memory\n  for one more forward pass through the block per",
+    replay(real_claims, "reference/glossary", CHECKPOINT_COSTS,
            the_checkpointed_block_runs_once_more_per_backward, checkpointed_blocks(), CHECKPOINT_BACKWARDS,
            fails_on="Linear (train)")
 
@@ -7940,7 +7943,7 @@ def gathered_means_over_the_counted_weights_are_the_batch_mean(size, devices, we
 
 def test_n38b_2_per_gpu_class_weighted_losses_were_sent_to_the_per_sample_reduction(real_claims):
     replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output",
-           "(per GPU, for chunks of unequal size or a loss with class-index targets",
+           "(per GPU, for chunks of unequal size or a `cross_entropy` loss with class-index targets",
            gathered_means_over_the_counted_weights_are_the_batch_mean, *DEVICE_SHARE_FAMILIES, fails_on="")
 
 
