@@ -442,6 +442,28 @@ def non_finite_gradients() -> st.SearchStrategy[str]:
                     "some adding +inf and -inf from two uses of x")
 
 
+# -- Classification losses with class-index targets (class weight= and ignore_index) --
+
+def _nll_loss_of_log_softmax(scores: torch.Tensor, targets: torch.Tensor, **kwargs) -> torch.Tensor:
+    return torch.nn.functional.nll_loss(scores.log_softmax(1), targets, **kwargs)
+
+
+# Each takes (scores, class-index targets, weight=, reduction=); its 'mean' divides the
+# summed losses by the weights of the targets it counts, label smoothing or not.
+CLASS_INDEX_LOSSES: dict[str, Callable[..., torch.Tensor]] = {
+    "cross_entropy": torch.nn.functional.cross_entropy,
+    "cross_entropy, label_smoothing=0.1": functools.partial(torch.nn.functional.cross_entropy,
+                                                            label_smoothing=0.1),
+    "log_softmax + nll_loss": _nll_loss_of_log_softmax,
+}
+
+
+def class_index_losses() -> st.SearchStrategy[str]:
+    """A name of ``CLASS_INDEX_LOSSES``."""
+    return labelled(st.sampled_from(sorted(CLASS_INDEX_LOSSES)),
+                    "cross_entropy (label_smoothing 0 or 0.1) and log_softmax + nll_loss")
+
+
 def main() -> None:
     """Show a few members of each family (tests/test_families.py checks them)."""
     for factory in FAMILIES:

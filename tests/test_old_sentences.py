@@ -42,10 +42,12 @@ from custom_backwards import (  # noqa: E402
 )
 from custom_second_pass import custom_behaviours, custom_forms, custom_function, second_pass_of  # noqa: E402
 from families import (  # noqa: E402
+    CLASS_INDEX_LOSSES,
     NON_FINITE_GRADIENTS,
     SEEDS,
     SIZES,
     batches,
+    class_index_losses,
     labelled,
     mixing_maps,
     non_finite_gradients,
@@ -1715,12 +1717,10 @@ def test_howto39_5_the_amp_decorated_form_gives_up_grad_and_jacrev(real_claims):
            fails_on="grad", because="setup_context")
 
 
-def chunks_weighed_by_size_give_the_whole_batch_loss(size, devices, weighted, seed) -> bool:
+def chunks_weighed_by_size_give_the_whole_batch_loss(size, devices, weighted, seed, loss_name) -> bool:
     """H5, backpropagate-from-a-non-scalar-output.md (dcf8206:844), the summary: "reduce
     it yourself, weighing unequal chunks by their size", for the page's cross-entropy
     batches with ignored targets and, or not, class weights."""
-    import torch.nn.functional as F
-
     generator = torch.Generator().manual_seed(seed)
     scores = torch.randn(size, 3, dtype=torch.float64, generator=generator)
     labels = torch.randint(3, (size,), generator=generator)
@@ -1728,9 +1728,9 @@ def chunks_weighed_by_size_give_the_whole_batch_loss(size, devices, weighted, se
     labels[0] = 0  # the batch counts a target
     class_weight = torch.rand(3, dtype=torch.float64, generator=generator) + 0.1 if weighted else None
     chunks = list(zip(scores.chunk(devices), labels.chunk(devices)))
-    by_size = sum(F.cross_entropy(z, t, weight=class_weight) * len(t) / size
-                  for z, t in chunks if (t != -100).any())
-    return bool(torch.isclose(by_size, F.cross_entropy(scores, labels, weight=class_weight)))
+    loss = CLASS_INDEX_LOSSES[loss_name]  # s41: the check draws nll_loss too
+    by_size = sum(loss(z, t, weight=class_weight) * len(t) / size for z, t in chunks if (t != -100).any())
+    return bool(torch.isclose(by_size, loss(scores, labels, weight=class_weight)))
 
 
 def test_h5_weighing_chunks_by_size_misses_counted_targets(real_claims):
@@ -1738,7 +1738,7 @@ def test_h5_weighing_chunks_by_size_misses_counted_targets(real_claims):
            chunks_weighed_by_size_give_the_whole_batch_loss,
            labelled(st.integers(2, 12), "batch sizes 2 to 12"), labelled(st.integers(2, 4), "2 to 4 devices"),
            labelled(st.booleans(), "class weights: yes or no"),
-           labelled(SEEDS, "seeds of scores, labels and ignored targets"), fails_on=", ")
+           labelled(SEEDS, "seeds of scores, labels and ignored targets"), class_index_losses(), fails_on=", ")
 
 
 def the_float16_mask_gives_a_finite_gradient_near_zero(scale, seed) -> bool:
@@ -7713,12 +7713,9 @@ def test_r37a_5_linearize_of_eval_batchnorm_is_jvp(real_claims):
 
 # -- r37b-1: a device's cross_entropy mean is over the weights it counts, not its samples --
 
-def chunk_means_weighed_by_their_share_of_the_batch(sizes, counted_by, seed) -> None:
-    """r37b-1, error-messages.md (1778e9b:92-95): "when each is its chunk's mean, take
-    their mean, weighted by each device's share of the batch when the chunks differ",
-    checked on plain per-sample losses alone. Replayed on the check's draws of
-    cross_entropy per device, whose mean with class weights or ignore_index is over the
-    weights of the targets a device counts."""
+def device_batch(sizes, counted_by, seed):
+    """Scores, class-index labels (some ignored, each device counting one) and class
+    weights for devices of ``sizes`` samples, as error-messages.md's check draws them."""
     generator = torch.Generator().manual_seed(seed)
     scores = torch.randn(sum(sizes), 3, dtype=torch.float64, generator=generator)
     labels = torch.randint(3, (sum(sizes),), generator=generator)
@@ -7727,6 +7724,15 @@ def chunk_means_weighed_by_their_share_of_the_batch(sizes, counted_by, seed) -> 
         dropped[torch.tensor([0] + sizes[:-1]).cumsum(0)] = False  # each device counts one
         labels = labels.masked_fill(dropped, -100)
     weight = torch.rand(3, dtype=torch.float64, generator=generator) + 0.1 if "weights" in counted_by else None
+    return scores, labels, weight
+
+def chunk_means_weighed_by_their_share_of_the_batch(sizes, counted_by, seed) -> None:
+    """r37b-1, error-messages.md (1778e9b:92-95): "when each is its chunk's mean, take
+    their mean, weighted by each device's share of the batch when the chunks differ",
+    checked on plain per-sample losses alone. Replayed on the check's draws of
+    cross_entropy per device, whose mean with class weights or ignore_index is over the
+    weights of the targets a device counts."""
+    scores, labels, weight = device_batch(sizes, counted_by, seed)
     loss = torch.nn.functional.cross_entropy
     share_weighted = sum(len(t) / len(labels) * loss(z, t, weight=weight)
                          for z, t in zip(scores.split(sizes), labels.split(sizes)))
@@ -7920,10 +7926,10 @@ def test_n38g_2_fast_mode_grows_with_the_parameter_tensors(real_claims):
 
 DEVICE_SHARE_FAMILIES = (labelled(st.integers(2, 12), "batch sizes 2 to 12"), labelled(st.integers(2, 4), "2 to 4 devices"),
                          labelled(st.booleans(), "class weights: yes or no"),
-                         labelled(SEEDS, "seeds of scores, labels and ignored targets"))
+                         labelled(SEEDS, "seeds of scores, labels and ignored targets"), class_index_losses())
 
 
-def gathered_means_over_the_counted_weights_are_the_batch_mean(size, devices, weighted, seed) -> bool:
+def gathered_means_over_the_counted_weights_are_the_batch_mean(size, devices, weighted, seed, loss_name) -> bool:
     """n38b-2, backpropagate-from-a-non-scalar-output.md (1820ded:253-257): per-GPU
     losses "for a loss with class-index targets and class weights or `ignore_index`,
     as in the reduction below", which divides the sum by the counted weights: applied
@@ -7935,16 +7941,65 @@ def gathered_means_over_the_counted_weights_are_the_batch_mean(size, devices, we
     labels[0] = 0
     class_weight = torch.rand(3, dtype=torch.float64, generator=generator) + 0.1 if weighted else None
     counted = (labels != -100).double() * (1 if class_weight is None else class_weight[labels.clamp(min=0)])
-    means = torch.stack([torch.nn.functional.cross_entropy(z, t, weight=class_weight)
-                         for z, t in zip(scores.chunk(devices), labels.chunk(devices))])
-    return bool(torch.isclose(means.nansum() / counted.sum(),
-                              torch.nn.functional.cross_entropy(scores, labels, weight=class_weight)))
+    loss = CLASS_INDEX_LOSSES[loss_name]  # s41: the check draws nll_loss too
+    means = torch.stack([loss(z, t, weight=class_weight) for z, t in zip(scores.chunk(devices), labels.chunk(devices))])
+    return bool(torch.isclose(means.nansum() / counted.sum(), loss(scores, labels, weight=class_weight)))
 
 
 def test_n38b_2_per_gpu_class_weighted_losses_were_sent_to_the_per_sample_reduction(real_claims):
     replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output",
-           "(per GPU, for chunks of unequal size or a `cross_entropy` loss with class-index targets",
+           "(per GPU, for chunks of unequal size or a `cross_entropy` or `nll_loss` loss with class-index targets",
            gathered_means_over_the_counted_weights_are_the_batch_mean, *DEVICE_SHARE_FAMILIES, fails_on="")
+
+
+# -- n40a-2/n39a-4: the per-device weighing named cross_entropy alone; nll_loss weighs so too --
+
+def counted_weight_means_hold_for_cross_entropy_alone(scores, labels, class_weight, rows, loss_name) -> bool:
+    """n40a-2, backpropagate-from-a-non-scalar-output.md (a3dfc08:256): "a `cross_entropy`
+    loss with class-index targets and class weights or `ignore_index`, weigh as in
+    per-device-losses", and n39a-4, error-messages.md (a3dfc08:95-97): "For
+    `cross_entropy` with class-index targets [...] each mean divides by the weights of
+    the targets it counts", read as naming the losses the recipe holds for: the device
+    means of log_softmax + nll_loss, weighed by their counted weights, would not give
+    the batch mean."""
+    loss = CLASS_INDEX_LOSSES[loss_name]
+    counted = (labels != -100).double() * (1 if class_weight is None else class_weight[labels.clamp(min=0)])
+    shares = torch.stack([counted[at].sum() for at in rows]) / counted.sum()
+    means = torch.stack([loss(scores[at], labels[at], weight=class_weight) for at in rows])
+    weighed = torch.where(shares > 0, means * shares, 0).sum()  # a device counting none adds nothing
+    return bool(torch.isclose(weighed, loss(scores, labels, weight=class_weight))) == loss_name.startswith("cross_entropy")
+
+
+def per_gpu_weighing_holds_for_cross_entropy_alone(size, devices, weighted, seed, loss_name) -> bool:
+    generator = torch.Generator().manual_seed(seed)
+    scores = torch.randn(size, 3, dtype=torch.float64, generator=generator)
+    labels = torch.randint(3, (size,), generator=generator).masked_fill(torch.rand(size, generator=generator) < 0.3, -100)
+    labels[0] = 0  # the batch counts a target
+    class_weight = torch.rand(3, dtype=torch.float64, generator=generator) + 0.1 if weighted else None
+    return counted_weight_means_hold_for_cross_entropy_alone(scores, labels, class_weight,
+                                                             torch.arange(size).chunk(devices), loss_name)
+
+
+def test_n40a_2_per_gpu_weighing_holds_for_nll_loss_too(real_claims):
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output",
+           "(per GPU, for chunks of unequal size or a `cross_entropy` or `nll_loss` loss with class-index targets",
+           per_gpu_weighing_holds_for_cross_entropy_alone, *DEVICE_SHARE_FAMILIES, fails_on="nll_loss")
+
+
+def device_means_over_counted_weights_hold_for_cross_entropy_alone(sizes, counted_by, seed, loss_name) -> bool:
+    scores, labels, weight = device_batch(sizes, counted_by, seed)
+    return counted_weight_means_hold_for_cross_entropy_alone(scores, labels, weight,
+                                                             torch.arange(sum(sizes)).split(sizes), loss_name)
+
+
+def test_n39a_4_device_means_over_counted_weights_hold_for_nll_loss_too(real_claims):
+    replay(real_claims, "reference/error-messages", "For `cross_entropy` or `nll_loss` with class-index targets",
+           device_means_over_counted_weights_hold_for_cross_entropy_alone,
+           labelled(st.lists(st.integers(1, 5), min_size=2, max_size=4),
+                    "chunk sizes: 2 to 4 devices of 1 to 5 samples each"),
+           labelled(st.sampled_from(("class weights", "ignore_index", "class weights and ignore_index")),
+                    "a loss per device with class weights, ignore_index or both"),
+           labelled(SEEDS, "seeds"), class_index_losses(), fails_on="nll_loss")
 
 
 HALF_FAMILIES = (labelled(st.sampled_from([torch.float16, torch.bfloat16, torch.float32]), "float16, bfloat16 and float32"),
