@@ -7650,7 +7650,7 @@ CHECKPOINT_BACKWARDS = labelled(st.sampled_from(("autograd.grad(create_graph=Tru
                                 "one backward, two, or a gradient penalty's two")
 
 
-CHECKPOINT_COSTS = "Run eagerly (not under `torch.compile`): less memory for one more forward pass"
+CHECKPOINT_COSTS = "In eager mode (without `torch.compile`), it uses less memory for one more forward pass"
 
 
 def test_r37d2_checkpointing_reruns_the_block_per_backward(real_claims):
