@@ -68,6 +68,7 @@ from reader_settings import (  # noqa: E402
     autocast_dtypes,
     batch_norm_models,
     compiled_modules,
+    compiled_modules_with_inductor,
     later_layers,
     losses_with_linear_terms,
     multi_feature_inputs,
@@ -7051,6 +7052,27 @@ def test_n39a_3_linearize_row_every_call_raises():
     with pytest.raises(ClaimFailed, match="counterexample"):
         check_property(only_the_first_call_raises, *IN_PLACE_MODELS, examples=8,
                        claim=f"the torch.func.linearize row: {words}")
+
+
+# -- n38a-5: differentiation-apis.md, linearize of a torch.compile'd f ------------------------
+
+def jvp_fn_is_j_u_if_f_draws_nothing_and_changes_nothing_in_place(setting) -> bool:
+    """n38a-5, differentiation-apis.md (a3dfc08:2886-2888): `linearize` gives "a function
+    for $J u$ that you can call with many $u$, if `f` draws no random numbers and changes
+    no tensor in place". A compiled MLP does neither, and `linearize` raises on it."""
+    at = setting.inputs.detach()
+    u = torch.ones_like(at)
+    try:
+        jvp_fn = torch.func.linearize(setting.model, at)[1]
+        return torch.allclose(jvp_fn(u), torch.func.jvp(setting.model._orig_mod, (at,), (u,))[1])
+    except RuntimeError:
+        return False
+
+
+def test_n38a_5_linearize_raises_on_a_compiled_f(real_claims):
+    replay(real_claims, "reference/differentiation-apis", "runs nothing `torch.compile`d (there",
+           jvp_fn_is_j_u_if_f_draws_nothing_and_changes_nothing_in_place, compiled_modules_with_inductor(),
+           fails_on="compiled MLP")
 
 
 
