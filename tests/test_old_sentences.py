@@ -70,6 +70,7 @@ from reader_settings import (  # noqa: E402
     autocast_dtypes,
     batch_norm_models,
     compiled_modules,
+    compiled_modules_with_inductor,
     later_layers,
     losses_with_linear_terms,
     multi_feature_inputs,
@@ -6999,6 +7000,79 @@ def jvp_fn_is_j_u_if_f_draws_nothing_and_writes_no_buffers(kind, train, seed) ->
 def test_r37a_1_linearize_needs_no_in_place_step_too(real_claims):
     replay(real_claims, "reference/differentiation-apis", "{py:func}`torch.func.linearize` returns $f(x)$\nand a",
            jvp_fn_is_j_u_if_f_draws_nothing_and_writes_no_buffers, *LINEARIZED_MODELS, fails_on="ELU")
+
+
+# -- n39a-3: differentiation-apis.md, linearize row: "the first call can raise" --------------
+
+def only_the_first_call_raises(kind, train, seed) -> bool:
+    """n39a-3, differentiation-apis.md (a3dfc08:159), the linearize row: "an in-place step
+    again (on a trainable layer's output, the first call can raise)", read as readers do:
+    a call after the one that raised runs. Every call raises while grad mode is on."""
+    nn = torch.nn
+    torch.manual_seed(seed)
+    if kind.startswith("Conv2d"):
+        model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(inplace=True), nn.Dropout(0.5),
+                              nn.Flatten(), nn.Linear(4 * 4 * 4, 2))
+        at = torch.randn(5, 3, 6, 6, dtype=torch.double)
+    else:
+        middle = {"ELU": nn.ELU, "ReLU": nn.ReLU, "LeakyReLU": nn.LeakyReLU}[kind.split("(")[0]]
+        model = nn.Sequential(nn.Linear(4, 6), middle(inplace=True), nn.Linear(6, 3))
+        at = torch.randn(5, 4, dtype=torch.double)
+    model.double().train(train)
+    u = torch.randn(at.shape, dtype=torch.double)
+    _value, jvp_fn = torch.func.linearize(model, at)
+    try:
+        jvp_fn(u)
+    except RuntimeError:
+        pass
+    try:
+        return jvp_fn(u).shape == _value.shape
+    except RuntimeError:
+        return False
+
+
+# The families the linearize row's check draws (kinds, mode, seed); it quotes no prose.
+IN_PLACE_MODELS = (
+    labelled(st.sampled_from(["ELU(inplace=True)", "ReLU(inplace=True)", "LeakyReLU(inplace=True)",
+                              "Conv2d, BatchNorm2d, ReLU(inplace=True), Dropout"]),
+             "an in-place ELU, ReLU or LeakyReLU after a trainable Linear, or an "
+             "in-place ReLU after Conv2d and BatchNorm2d (images)"),
+    labelled(st.booleans(), "training or eval() mode"),
+    labelled(st.integers(0, 2**16), "seeds of the model, point, u and masks"))
+
+
+def test_n39a_3_linearize_row_every_call_raises():
+    """The row's check is not recorded (it quotes no prose): run the old reading with the
+    claim the page's check_property has (its seed) and its count, on the same families."""
+    source = (Path(__file__).resolve().parent.parent / "docs/reference/differentiation-apis.md").read_text()
+    words = ("on a trainable layer's output, every call raises unless grad mode is off, "
+             "as under `torch.no_grad()`")
+    assert "check_property(linearized_model_as_its_mode_says, IN_PLACE_KINDS," in source and (
+        words in source.split("TABLE = [", 1)[1].split("]\n", 1)[0]), "the linearize row changed: revisit this replay"
+    with pytest.raises(ClaimFailed, match="counterexample"):
+        check_property(only_the_first_call_raises, *IN_PLACE_MODELS, examples=8,
+                       claim=f"the torch.func.linearize row: {words}")
+
+
+# -- n38a-5: differentiation-apis.md, linearize of a torch.compile'd f ------------------------
+
+def jvp_fn_is_j_u_if_f_draws_nothing_and_changes_nothing_in_place(setting) -> bool:
+    """n38a-5, differentiation-apis.md (a3dfc08:2886-2888): `linearize` gives "a function
+    for $J u$ that you can call with many $u$, if `f` draws no random numbers and changes
+    no tensor in place". A compiled MLP does neither, and `linearize` raises on it."""
+    at = setting.inputs.detach()
+    u = torch.ones_like(at)
+    try:
+        jvp_fn = torch.func.linearize(setting.model, at)[1]
+        return torch.allclose(jvp_fn(u), torch.func.jvp(setting.model._orig_mod, (at,), (u,))[1])
+    except RuntimeError:
+        return False
+
+
+def test_n38a_5_linearize_raises_on_a_compiled_f(real_claims):
+    replay(real_claims, "reference/differentiation-apis", "runs nothing `torch.compile`d (there",
+           jvp_fn_is_j_u_if_f_draws_nothing_and_changes_nothing_in_place, compiled_modules_with_inductor(),
+           fails_on="compiled MLP")
 
 
 
