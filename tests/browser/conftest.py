@@ -6,9 +6,8 @@ written into robots.txt), so the 404 page's absolute links are checked too. The
 plugin's ``page`` and ``context`` fixtures open it; ``traffic`` refuses and records
 every request to another origin and every console error: the pages must be
 complete with the network off. A failing test leaves a full-page screenshot of
-each page it had open in ``_build/browser-failures/`` (``pytest_configure``
-below: pytest-playwright's options are set here, not in pytest.ini, so that only
-these tests need the plugin).
+each page it had open in ``_build/browser-failures/`` and names them in its
+report (``pytest_runtest_makereport`` below).
 
 Without Chromium the tests are skipped (one line, thanks to -ra); in CI
 (``CI=true``) that is a failure instead, so CI cannot pass without running them.
@@ -20,6 +19,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import re
 import shutil
 import threading
 from dataclasses import dataclass, field
@@ -28,20 +28,31 @@ from urllib.parse import urlparse
 
 import pytest
 from built_site import DESKTOP, ROOT, SITE, site_prefix
+from playwright.sync_api import Error as PlaywrightError
 
-# pytest-playwright's options as this folder's tests want them, unless given on the
-# command line: a failing test saves a full-page screenshot of each page it had open.
-PLAYWRIGHT_OPTIONS = {"screenshot": ("off", "only-on-failure"),
-                      "full_page_screenshot": (False, True),
-                      "output": ("test-results", str(ROOT / "_build" / "browser-failures"))}
+FAILURES = ROOT / "_build" / "browser-failures"
 
 
-def pytest_configure(config):
-    if not config.pluginmanager.hasplugin("playwright"):
-        return
-    for name, (default, wanted) in PLAYWRIGHT_OPTIONS.items():
-        if getattr(config.option, name) == default:
-            setattr(config.option, name, wanted)
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failing test's pages, each as a full-page screenshot, taken while they are
+    still open. Not pytest-playwright's --screenshot=only-on-failure: that takes
+    the screenshots of every test as its windows close and deletes a passing
+    test's, a fifth of these tests' time."""
+    report = yield
+    browser = item.funcargs.get("browser") if report.when == "call" and report.failed else None
+    if browser is not None:
+        folder = FAILURES / re.sub(r"[^\w.-]+", "-", item.nodeid).strip("-")
+        saved = []
+        for index, page in enumerate([page for context in browser.contexts
+                                      for page in context.pages], 1):
+            try:
+                page.screenshot(path=folder / f"page-{index}.png", full_page=True, timeout=5000)
+                saved.append(str(folder / f"page-{index}.png"))
+            except PlaywrightError as error:  # a page that crashed, say
+                saved.append(f"page {index} ({page.url}): no screenshot, {error.message}")
+        report.sections.append(("screenshots of the pages open", "\n".join(saved)))
+    return report
 
 
 # Debian's Chromium in a container: no sandbox, no GPU, nothing fetched in the background.
