@@ -8171,3 +8171,65 @@ def a_nan_made_by_adding_gradients_passes_anomaly_mode(case) -> bool:
 def test_n38f_2_a_nan_made_by_adding_gradients_is_named_past_a_leaf(real_claims):
     replay(real_claims, "how-to/debug-nan-and-wrong-gradients", "A NaN that autograd makes by adding gradients",
            a_nan_made_by_adding_gradients_passes_anomaly_mode, non_finite_gradients(), fails_on="h = ")
+
+# -- n40a-1: accumulate-zero-and-reuse-gradients.md, heads kept outside the loss ----------
+
+N40A_HEADS = ("head_a", "head_b", "head_c")
+N40A_LOGGED = []  # the page's list outside the model
+
+
+class N40aKeptHeads(torch.nn.Module):
+    """The page's ReturnsHeads: three heads on a body, the ``used`` ones returned, the
+    rest kept as ``kept_as`` says (on the module, in a list, read with .item())."""
+    def __init__(self, form, used, kept_as):
+        super().__init__()
+        self.form, self.used, self.kept_as, self.body = form, used, kept_as, torch.nn.Linear(2, 2)
+        self.heads = torch.nn.ModuleDict({name: torch.nn.Linear(2, 1) for name in N40A_HEADS})
+
+    def forward(self, t):
+        h = self.body(t)
+        outputs = {}
+        for name, head in self.heads.items():
+            if self.form == "tuple, graph break":
+                torch._dynamo.graph_break()
+            outputs[name] = head(h)
+        rest = {name: outputs[name] for name in N40A_HEADS if name not in self.used}
+        if self.kept_as == "on the module":
+            self.kept = rest
+        elif self.kept_as == "in a list":
+            N40A_LOGGED.extend(rest.values())
+        else:
+            self.kept = {name: output.mean().item() for name, output in rest.items()}
+        outputs = {name: outputs[name] for name in self.used}
+        return outputs if self.form == "dict" else tuple(outputs.values())
+
+
+def only_heads_kept_on_the_module_get_zeros(kept_as, form, used, optimizer) -> bool:
+    """n40a-1, accumulate-zero-and-reuse-gradients.md (a3dfc08:481-482): "return only
+    the outputs the loss uses, and keep no other head's output on the module, where it
+    can get zeros too": read so, an ignored head kept any other way (in a list, read
+    with .item()) keeps a None .grad under torch.compile(backend="aot_eager")."""
+    del optimizer  # the old sentence is about .grad alone
+    used = tuple(sorted(used))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = N40aKeptHeads(form, used, kept_as)
+    torch._dynamo.reset()
+    outputs = torch.compile(model, backend="aot_eager")(torch.ones(3, 2))
+    sum((outputs[name] if form == "dict" else outputs[used.index(name)]).sum() for name in used).backward()
+    ignored = [model.heads[name].weight.grad for name in N40A_HEADS if name not in used]
+    return kept_as == "on the module" or all(grad is None for grad in ignored)
+
+
+def test_n40a_1_heads_kept_in_a_list_or_read_get_zeros_too(real_claims):
+    for quote in ("An ignored head whose output is kept on the module or in a list",
+                  "and compute a head that you log but the loss ignores"):
+        replay(real_claims, "how-to/accumulate-zero-and-reuse-gradients", quote,
+               only_heads_kept_on_the_module_get_zeros,
+               labelled(st.sampled_from(("on the module", "in a list", "read with .item()")),
+                        "kept on the module, in a list, or read with .item()"),
+               labelled(st.sampled_from(["tuple", "dict", "tuple, graph break"]),
+                        "heads returned as a tuple or a dict, or each after a graph break"),
+               labelled(st.sets(st.sampled_from(N40A_HEADS), min_size=1, max_size=2), "the heads the loss uses"),
+               labelled(st.sampled_from(["SGD", "Adam", "AdamW"]), "SGD, Adam and AdamW with weight_decay=0.1"),
+               fails_on="'in a list'")
