@@ -1684,6 +1684,26 @@ def test_n38g_3_the_batched_grad_recipe_skips_frozen_parameters(real_claims):
            fails_on=".mean(), True")
 
 
+def the_batch_gradient_follows_the_recipe(setting, loss, frozen) -> None:
+    """n39d F2, get-a-full-jacobian-or-hessian.md (a3dfc08:1239-1241): "... gives them,
+    and their mean is the gradient of `losses.mean()`", read as the training step
+    `losses.mean().backward()` on the same forward after the recipe."""
+    model, inputs = copy.deepcopy(setting.model), setting.inputs.detach()
+    next(model.parameters()).requires_grad_(not frozen)
+    params = [p for p in model.parameters() if p.requires_grad]
+    losses = torch.stack([loss(out) for out in model(inputs)])
+    per_sample = torch.autograd.grad(losses, params, torch.eye(len(inputs)), is_grads_batched=True)
+    losses.mean().backward()
+    for g, p in zip(per_sample, params):
+        check_close(g.mean(0), p.grad, f"{setting}: p.grad")
+
+
+def test_n39d_f2_backward_after_the_recipe_raises(real_claims):
+    replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "The call frees the graph",
+           the_batch_gradient_follows_the_recipe, batch_norm_models(), multi_term_losses(), FROZEN,
+           fails_on="BatchNorm", because="Trying to backward through the graph a second time")
+
+
 class AmpDecoratedMatMul(torch.autograd.Function):
     """x @ w in the forward(ctx, ...) form the summary recommends for autocast."""
 
