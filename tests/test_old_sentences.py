@@ -1704,6 +1704,26 @@ def test_n39d_f2_backward_after_the_recipe_raises(real_claims):
            fails_on="BatchNorm", because="Trying to backward through the graph a second time")
 
 
+def the_recipe_runs_under_torch_compile(setting) -> None:
+    """n41f6-1, get-a-full-jacobian-or-hessian.md (1560b96:1239-1241): "...
+    `torch.autograd.grad(losses, [...], torch.eye(B), is_grads_batched=True)` gives
+    them", read on a module under torch.compile: under its default backend
+    (inductor) the call raises NotImplementedError."""
+    model, inputs = setting.model, setting.inputs.detach()
+    params = [p for p in model.parameters() if p.requires_grad]
+    losses = torch.stack([(out**2).sum() for out in model(inputs)])
+    per_sample = torch.autograd.grad(losses, params, torch.eye(len(inputs)), is_grads_batched=True)
+    assert [g.shape for g in per_sample] == [(len(inputs), *p.shape) for p in params], setting
+
+
+def test_n41f6_1_the_recipe_raises_under_inductor(real_claims):
+    from reader_settings import compiled_modules_with_inductor
+    torch._dynamo.reset()  # a module dynamo refused earlier in this process runs eagerly
+    replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "(eagerly, or under",
+           the_recipe_runs_under_torch_compile, compiled_modules_with_inductor(),
+           fails_on="inductor-compiled", because="Cannot access storage of BatchedTensorImpl")
+
+
 class AmpDecoratedMatMul(torch.autograd.Function):
     """x @ w in the forward(ctx, ...) form the summary recommends for autocast."""
 
