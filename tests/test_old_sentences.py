@@ -1687,6 +1687,46 @@ def test_n38g_3_the_batched_grad_recipe_skips_frozen_parameters(real_claims):
            fails_on=".mean(), True")
 
 
+def the_batch_gradient_follows_the_recipe(setting, loss, frozen) -> None:
+    """n39d F2, get-a-full-jacobian-or-hessian.md (a3dfc08:1239-1241): "... gives them,
+    and their mean is the gradient of `losses.mean()`", read as the training step
+    `losses.mean().backward()` on the same forward after the recipe."""
+    model, inputs = copy.deepcopy(setting.model), setting.inputs.detach()
+    next(model.parameters()).requires_grad_(not frozen)
+    params = [p for p in model.parameters() if p.requires_grad]
+    losses = torch.stack([loss(out) for out in model(inputs)])
+    per_sample = torch.autograd.grad(losses, params, torch.eye(len(inputs)), is_grads_batched=True)
+    losses.mean().backward()
+    for g, p in zip(per_sample, params):
+        check_close(g.mean(0), p.grad, f"{setting}: p.grad")
+
+
+def test_n39d_f2_backward_after_the_recipe_raises(real_claims):
+    replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "The call frees the graph",
+           the_batch_gradient_follows_the_recipe, batch_norm_models(), multi_term_losses(), FROZEN,
+           fails_on="BatchNorm", because="Trying to backward through the graph a second time")
+
+
+def the_recipe_runs_under_torch_compile(setting) -> None:
+    """n41f6-1, get-a-full-jacobian-or-hessian.md (1560b96:1239-1241): "...
+    `torch.autograd.grad(losses, [...], torch.eye(B), is_grads_batched=True)` gives
+    them", read on a module under torch.compile: under its default backend
+    (inductor) the call raises NotImplementedError."""
+    model, inputs = setting.model, setting.inputs.detach()
+    params = [p for p in model.parameters() if p.requires_grad]
+    losses = torch.stack([(out**2).sum() for out in model(inputs)])
+    per_sample = torch.autograd.grad(losses, params, torch.eye(len(inputs)), is_grads_batched=True)
+    assert [g.shape for g in per_sample] == [(len(inputs), *p.shape) for p in params], setting
+
+
+def test_n41f6_1_the_recipe_raises_under_inductor(real_claims):
+    from reader_settings import compiled_modules_with_inductor
+    torch._dynamo.reset()  # a module dynamo refused earlier in this process runs eagerly
+    replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "(eagerly, or under",
+           the_recipe_runs_under_torch_compile, compiled_modules_with_inductor(),
+           fails_on="inductor-compiled", because="Cannot access storage of BatchedTensorImpl")
+
+
 class AmpDecoratedMatMul(torch.autograd.Function):
     """x @ w in the forward(ctx, ...) form the summary recommends for autocast."""
 
