@@ -58,3 +58,30 @@ def inject_axe(page) -> None:
         pytest.fail(f"{AXE.relative_to(ROOT)} missing: run `npm ci` (`make test` does)",
                     pytrace=False)
     page.add_script_tag(path=str(AXE))
+
+
+AXE_SERIOUS = """async ([context, rules]) => {
+  const options = {resultTypes: ['violations']};
+  if (rules) options.runOnly = {type: 'rule', values: rules};
+  const results = await axe.run(context, options);
+  return results.violations
+    .filter(v => v.impact === 'serious' || v.impact === 'critical')
+    .map(v => `${v.impact}: ${v.id} (${v.help}) at ` +
+              v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '));
+}"""
+# What a palette can break: the dark theme changes colours and nothing else, so
+# it is audited for these only (the light theme runs every rule). Half the time.
+COLOUR_RULES = ["color-contrast", "link-in-text-block"]
+
+
+def accessibility_problems(page, context: str, dark: bool = True) -> list[str]:
+    """Serious axe violations inside ``context`` (a selector): every rule in the
+    light theme, the colour rules in the dark one (``dark=False``: light only, for
+    a second width of a page whose palette was audited at the first)."""
+    problems = []
+    for theme, rules in [("light", None), ("dark", COLOUR_RULES)][:2 if dark else 1]:
+        # As furo's toggle does: the body's data-theme picks the palette.
+        page.evaluate(f"document.body.dataset.theme = '{theme}'")
+        problems += [f"accessibility ({theme} theme): {violation}"
+                     for violation in page.evaluate(AXE_SERIOUS, [context, rules])]
+    return problems

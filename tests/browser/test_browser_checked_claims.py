@@ -2,8 +2,9 @@
 what each check compared and over what.
 
 The pages come from the last build's record of what its checks proved
-(``_build/doctrees/claims.json``): every page with claims is opened once to see
-that each checked sentence is found and highlighted as the sentence; the page
+(``_build/doctrees/claims.json``): on every page with claims, each checked
+sentence is found and highlighted as the sentence (``highlight_problems``, run
+on test_browser_pages.py's one load of each page); the page
 with the most claims (and the landing page, when it has any) is driven at a
 phone's and a desktop's width: the toggle, every detail, the keyboard, sideways
 overflow, axe-core in the light theme at both widths and in the dark one at the
@@ -16,9 +17,17 @@ import json
 import re
 
 import pytest
-from built_site import DESKTOP, PHONE, ROOT, SITE, inject_axe, next_frame, render_every_section
+from built_site import (
+    DESKTOP,
+    PHONE,
+    ROOT,
+    SITE,
+    accessibility_problems,
+    inject_axe,
+    next_frame,
+    render_every_section,
+)
 from playwright.sync_api import expect
-from test_browser_pages import accessibility_problems
 from test_browser_phone_fit import past_the_edge
 
 pytestmark = [pytest.mark.browser, pytest.mark.build]
@@ -181,18 +190,18 @@ def detail_problems(page, claims: list[dict]) -> list[str]:
     return problems
 
 
-@NO_CLAIMS
-@pytest.mark.parametrize("path", sorted(CLAIMED))
-def test_every_checked_sentence_is_highlighted_as_the_sentence(page, traffic, path):
-    """The build marked the right element, and its pattern finds the sentence there
-    (or, for at most one sentence in five, paints the element whole)."""
+def highlight_problems(page, path: str) -> list[str]:
+    """On ``path``, open at a desktop's width: the build marked the right element,
+    and its pattern finds the sentence there (or, for at most one sentence in five,
+    paints the element whole); turned off, the reveal leaves the page as it was.
+    Run by test_browser_pages.py's per-page test, on the one load of each page."""
     claims = CLAIMED[path]
-    open_page(page, path, DESKTOP)
     before = settled_positions(page)
     toggle = page.locator(TOGGLE)
     expect(toggle).to_have_accessible_name(f"Show checked claims: {len(claims)} checks")
     reveal(page)
     expect(page.locator(".claim-marker")).to_have_count(len(claims))
+    problems = []
     # A sentence the build's pattern cannot find (e.g. across an equation it
     # cannot spell) has its whole element painted instead: allowed, but rare.
     # Counted in sentences (distinct quotes, elements painted whole), not checks:
@@ -200,19 +209,20 @@ def test_every_checked_sentence_is_highlighted_as_the_sentence(page, traffic, pa
     in_whole = page.eval_on_selector_all(".claim-whole .claim-marker", "els => els.length")
     wholes = page.eval_on_selector_all(".claim-whole", "els => els.length")
     sentences = len({claim["quote"] for claim in claims})
-    assert wholes <= sentences // 5, (
-        f"{path}: {wholes} of {sentences} sentences not found in the element marked "
-        "for them: " + str(page.eval_on_selector_all(".claim-whole",
-                                                     "els => els.map(e => e.textContent)")))
+    if wholes > sentences // 5:
+        problems.append(
+            f"{wholes} of {sentences} sentences not found in the element marked for them: "
+            + str(page.eval_on_selector_all(".claim-whole", "els => els.map(e => e.textContent)")))
     highlighted = page.evaluate(HIGHLIGHTED)
-    assert len(highlighted) + in_whole >= len(claims) and all(
-        text.strip() for text in highlighted), (
-        f"{path}: {len(claims)} claims, highlighted {highlighted}")
+    if len(highlighted) + in_whole < len(claims) or not all(text.strip() for text in highlighted):
+        problems.append(f"{len(claims)} claims, highlighted {highlighted}")
     reveal(page, on=False)
     expect(page.locator(".claim-marker, .claim-detail")).to_have_count(0)
-    assert page.evaluate(HIGHLIGHTED) == []
-    assert settled_positions(page) == before, f"{path}: the text moved after on and off"
-    assert not traffic.console_errors, traffic.console_errors
+    if page.evaluate(HIGHLIGHTED) != []:
+        problems.append("highlights left after the reveal was turned off")
+    if settled_positions(page) != before:
+        problems.append("the text moved after the reveal went on and off")
+    return [f"checked claims: {problem}" for problem in problems]
 
 
 @NO_CLAIMS

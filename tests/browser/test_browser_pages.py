@@ -10,6 +10,10 @@ checks run on that one load:
 * accessible: no serious or critical axe-core violation in its text, in the light
   theme and (for the colour rules, all the palette changes) in the dark one; the
   header and sidebar every page shares are audited once, on the landing page;
+* its checked claims, where it has any: the reveal highlights each checked
+  sentence as the sentence, and turned off leaves the page as it was
+  (test_browser_checked_claims.py's ``highlight_problems``, before axe lays out
+  every section);
 
 (A phone's width, on every page and on a page of each template with its hidden
 answers opened: test_browser_phone_fit.py.)
@@ -20,7 +24,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from built_site import PHONE, SITE, inject_axe, next_frame, site_pages
+from built_site import PHONE, SITE, accessibility_problems, inject_axe, next_frame, site_pages
+from test_browser_checked_claims import CLAIMED, highlight_problems
 
 pytestmark = [pytest.mark.browser, pytest.mark.build]
 
@@ -46,19 +51,6 @@ SHOWN_OUTPUTS = """() => [...document.querySelectorAll('div.cell')]
   .filter(Boolean)
   .map(out => ({text: out.innerText.trim().length,
                 images: out.querySelectorAll('img, svg:not(mjx-container svg)').length}))"""
-
-AXE_SERIOUS = """async ([context, rules]) => {
-  const options = {resultTypes: ['violations']};
-  if (rules) options.runOnly = {type: 'rule', values: rules};
-  const results = await axe.run(context, options);
-  return results.violations
-    .filter(v => v.impact === 'serious' || v.impact === 'critical')
-    .map(v => `${v.impact}: ${v.id} (${v.help}) at ` +
-              v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '));
-}"""
-# What a palette can break: the dark theme changes colours and nothing else, so
-# it is audited for these only (the light theme runs every rule). Half the time.
-COLOUR_RULES = ["color-contrast", "link-in-text-block"]
 
 def expected_outputs(page: str) -> list[dict]:
     """The outputs a reader should see on an executed page, from the notebook the
@@ -112,19 +104,6 @@ def completeness_problems(page, path: str) -> list[str]:
     return problems
 
 
-def accessibility_problems(page, context: str, dark: bool = True) -> list[str]:
-    """Serious axe violations inside ``context`` (a selector): every rule in the
-    light theme, the colour rules in the dark one (``dark=False``: light only, for
-    a second width of a page whose palette was audited at the first)."""
-    problems = []
-    for theme, rules in [("light", None), ("dark", COLOUR_RULES)][:2 if dark else 1]:
-        # As furo's toggle does: the body's data-theme picks the palette.
-        page.evaluate(f"document.body.dataset.theme = '{theme}'")
-        problems += [f"accessibility ({theme} theme): {violation}"
-                     for violation in page.evaluate(AXE_SERIOUS, [context, rules])]
-    return problems
-
-
 def test_the_site_has_pages():
     assert PAGES, f"no pages found in {SITE}: run `make html` first (`make test` does)"
 
@@ -132,8 +111,10 @@ def test_the_site_has_pages():
 @pytest.mark.parametrize("path", PAGES)
 def test_page_is_complete_and_accessible_in_light_and_dark(page, traffic, path):
     page.goto(path, wait_until="load")
-    inject_axe(page)
-    problems = completeness_problems(page, path)
+    next_frame(page)
+    problems = highlight_problems(page, path) if path in CLAIMED else []
+    inject_axe(page)  # lays out every section: after the highlights' on and off
+    problems += completeness_problems(page, path)
     problems += accessibility_problems(page, "article")
     problems += [f"request to another origin (the page must work offline): {url}"
                  for url in traffic.foreign_requests]
