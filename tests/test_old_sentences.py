@@ -8273,3 +8273,40 @@ def test_n40a_1_heads_kept_in_a_list_or_read_get_zeros_too(real_claims):
                labelled(st.sets(st.sampled_from(N40A_HEADS), min_size=1, max_size=2), "the heads the loss uses"),
                labelled(st.sampled_from(["SGD", "Adam", "AdamW"]), "SGD, Adam and AdamW with weight_decay=0.1"),
                fails_on="'in a list'")
+
+
+
+# -- r41d-1: differentiate-a-network-output-with-respect-to-its-input.md, a model built inside --
+
+def the_lines_under_inference_mode_false_work_for_any_model(setting, made) -> bool:
+    """r41d-1, differentiate-a-network-output-with-respect-to-its-input.md (c3ad7be:974-977):
+    "Inside a block you cannot leave, such as a function decorated with
+    `@torch.inference_mode()`, run those lines, the clone included, under `with
+    torch.inference_mode(False):`", read as: whatever model the function uses. A model built
+    and loaded inside the function has inference tensors as parameters, and u = model(x)
+    raises "Inference tensors cannot be saved for backward"."""
+    @torch.inference_mode()
+    def evaluate():
+        model = copy.deepcopy(setting.model)
+        model.load_state_dict(setting.model.state_dict())
+        x = setting.inputs.detach().clone() if made == "inside the function" else setting.inputs
+        with torch.inference_mode(False):
+            x = x.clone().requires_grad_()
+            u = model(x)
+            return torch.autograd.grad(u, x, torch.ones_like(u), create_graph=True)[0]
+    try:
+        evaluate()
+    except RuntimeError:
+        return False
+    return True
+
+
+def test_r41d_1_a_model_built_under_inference_mode_breaks_the_lines(real_claims):
+    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
+           "(a model built inside it has inference tensors", the_lines_under_inference_mode_false_work_for_any_model,
+           labelled(st.one_of(sample_batches(), train_mode_models(), compiled_modules()),
+                    "critics on rows (N, F) or images (B, C, H, W), MLPs with Dropout or BatchNorm1d "
+                    "in training mode, compiled MLPs"),
+           labelled(st.sampled_from(["outside the function", "inside the function"]),
+                    "x made outside the function (requiring grad), or inside it and cloned"),
+           fails_on="tanh MLP")
