@@ -8273,3 +8273,30 @@ def test_n40a_1_heads_kept_in_a_list_or_read_get_zeros_too(real_claims):
                labelled(st.sets(st.sampled_from(N40A_HEADS), min_size=1, max_size=2), "the heads the loss uses"),
                labelled(st.sampled_from(["SGD", "Adam", "AdamW"]), "SGD, Adam and AdamW with weight_decay=0.1"),
                fails_on="'in a list'")
+
+
+def functional_apis_return_plain_tensors(fn, point_requires_grad, create_graph) -> bool:
+    """s41 audit #27, differentiation-apis.md (c05e7c4:2005-2006): the
+    torch.autograd.functional APIs "build the graph themselves, and return plain
+    tensors", with no word on create_graph=True, which each of them takes: then f(x)
+    comes back with a graph."""
+    from torch.autograd import functional
+
+    at, u = fn.point().requires_grad_(point_requires_grad), fn.point(seed=1)
+
+    def scalar(t):
+        return (fn(t) ** 2).sum() + t.sin().sum()
+
+    graph = {"create_graph": create_graph}
+    returned = [*functional.vjp(fn, at, u, **graph), *functional.jvp(fn, at, u, **graph),
+                *functional.hvp(scalar, at, u, **graph), *functional.vhp(scalar, at, u, **graph),
+                functional.jacobian(fn, at, **graph), functional.hessian(scalar, at, **graph)]
+    return all(not t.requires_grad and t.grad_fn is None for t in returned)
+
+
+def test_s41_audit_27_functional_apis_return_a_graph_with_create_graph(real_claims):
+    replay(real_claims, "reference/differentiation-apis",
+           "These take a Python function and the point $x$, build the graph themselves",
+           functional_apis_return_plain_tensors, vector_maps(), st.booleans(),
+           labelled(st.booleans(), "create_graph=False or True"), fails_on="False, True")
+
