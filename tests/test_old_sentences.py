@@ -8300,3 +8300,25 @@ def test_s41_audit_27_functional_apis_return_a_graph_with_create_graph(real_clai
            functional_apis_return_plain_tensors, vector_maps(), st.booleans(),
            labelled(st.booleans(), "create_graph=False or True"), fails_on="False, True")
 
+
+def hessian_keeps_twice_the_identity(g, seed, term_name) -> bool:
+    """s41 audit #1, differentiation-apis.md (c05e7c4:357): the check of "only the
+    uncompiled terms' Hessian ... when `f` adds such terms" drew one term,
+    (t**2).sum(), and compared with its Hessian 2I. Other terms have other Hessians
+    (varying with t, off the diagonal): the family now draws them."""
+    from compiled_double_backward import UNCOMPILED_TERMS
+    from torch.autograd import functional
+
+    at = g.point(seed)
+    torch._dynamo.reset()
+    compiled = torch.compile(g, backend="aot_eager")
+    term = UNCOMPILED_TERMS[term_name] if term_name else (lambda t: t.sum() * 0)
+    silent = functional.hessian(lambda t: compiled(t) + term(t), at)
+    return torch.allclose(silent, 2 * torch.eye(at.numel(), dtype=at.dtype) * bool(term_name))
+
+
+def test_s41_audit_1_the_hessian_check_draws_more_than_one_term(real_claims):
+    from compiled_double_backward import curved_sums, point_seeds, uncompiled_terms
+
+    replay(real_claims, "reference/differentiation-apis", "There\n`functional.hessian` returns zeros for the compiled part",
+           hessian_keeps_twice_the_identity, curved_sums(), point_seeds(), uncompiled_terms(), fails_on="'(t**3).sum()'")
