@@ -127,31 +127,37 @@ def one_feature_networks(compiled: bool = False):
     return both
 
 
+# Uncompiled terms a reader adds to a compiled function (a regulariser, a residual
+# path): a constant Hessian, ones that vary with t, one off the diagonal.
+UNCOMPILED_TERMS = {"(t**2).sum()": lambda t: (t**2).sum(), "(t**3).sum()": lambda t: (t**3).sum(),
+                    "t.sin().sum()": lambda t: t.sin().sum(), "t[0] * t[1]": lambda t: t[0] * t[1]}
+
+
 def uncompiled_terms():
-    """Strategy: nothing, or an uncompiled term ``(t**2).sum()`` added to the
-    compiled function (a regulariser, a residual path), named as such."""
+    """Strategy: no term (None), or the name of an ``UNCOMPILED_TERMS`` term added to
+    the compiled function, named as such."""
     from families import labelled
     from hypothesis import strategies as st
 
-    return labelled(st.booleans(), "the compiled g(t).sum() alone, or plus an "
-                    "uncompiled (t**2).sum()")
+    return labelled(st.sampled_from((None, *UNCOMPILED_TERMS)), "the compiled g(t).sum() alone, or plus "
+                    "an uncompiled " + ", ".join(UNCOMPILED_TERMS))
 
 
-def hessian_keeps_only_uncompiled_part(g, seed, with_term) -> bool:
+def hessian_keeps_only_uncompiled_part(g, seed, term_name) -> bool:
     """For a member of ``curved_sums``: ``functional.hessian`` of the compiled g plus
     the uncompiled term (if any) raises nothing and returns the uncompiled term's
-    Hessian only (2I, or zeros with no term), which is not eager mode's."""
+    Hessian only (zeros with no term), which is not eager mode's."""
     from torch.autograd import functional
 
     at = g.point(seed)
     torch._dynamo.reset()
     compiled = torch.compile(g, backend="aot_eager")
-    term = (lambda t: (t**2).sum()) if with_term else (lambda t: t.sum() * 0)
+    term = UNCOMPILED_TERMS[term_name] if term_name else (lambda t: t.sum() * 0)
     silent = functional.hessian(lambda t: compiled(t) + term(t), at)
     eager = torch.func.hessian(lambda t: g(t) + term(t))(at)
-    part = 2 * torch.eye(at.numel(), dtype=at.dtype) * with_term
+    part = torch.func.hessian(term)(at)
     return (torch.allclose(silent, part) and not torch.allclose(silent, eager)
-            and bool((silent != 0).any()) == with_term)
+            and bool((silent != 0).any()) == bool(term_name))
 
 
 # Trained layers a compiled function applies around the call: before it, one per

@@ -8310,3 +8310,51 @@ def test_r41d_1_a_model_built_under_inference_mode_breaks_the_lines(real_claims)
            labelled(st.sampled_from(["outside the function", "inside the function"]),
                     "x made outside the function (requiring grad), or inside it and cloned"),
            fails_on="tanh MLP")
+
+def functional_apis_return_plain_tensors(fn, point_requires_grad, create_graph) -> bool:
+    """s41 audit #27, differentiation-apis.md (c05e7c4:2005-2006): the
+    torch.autograd.functional APIs "build the graph themselves, and return plain
+    tensors", with no word on create_graph=True, which each of them takes: then f(x)
+    comes back with a graph."""
+    from torch.autograd import functional
+
+    at, u = fn.point().requires_grad_(point_requires_grad), fn.point(seed=1)
+
+    def scalar(t):
+        return (fn(t) ** 2).sum() + t.sin().sum()
+
+    graph = {"create_graph": create_graph}
+    returned = [*functional.vjp(fn, at, u, **graph), *functional.jvp(fn, at, u, **graph),
+                *functional.hvp(scalar, at, u, **graph), *functional.vhp(scalar, at, u, **graph),
+                functional.jacobian(fn, at, **graph), functional.hessian(scalar, at, **graph)]
+    return all(not t.requires_grad and t.grad_fn is None for t in returned)
+
+
+def test_s41_audit_27_functional_apis_return_a_graph_with_create_graph(real_claims):
+    replay(real_claims, "reference/differentiation-apis",
+           "These take a Python function and the point $x$, build the graph themselves",
+           functional_apis_return_plain_tensors, vector_maps(), st.booleans(),
+           labelled(st.booleans(), "create_graph=False or True"), fails_on="False, True")
+
+
+def hessian_keeps_twice_the_identity(g, seed, term_name) -> bool:
+    """s41 audit #1, differentiation-apis.md (c05e7c4:357): the check of "only the
+    uncompiled terms' Hessian ... when `f` adds such terms" drew one term,
+    (t**2).sum(), and compared with its Hessian 2I. Other terms have other Hessians
+    (varying with t, off the diagonal): the family now draws them."""
+    from compiled_double_backward import UNCOMPILED_TERMS
+    from torch.autograd import functional
+
+    at = g.point(seed)
+    torch._dynamo.reset()
+    compiled = torch.compile(g, backend="aot_eager")
+    term = UNCOMPILED_TERMS[term_name] if term_name else (lambda t: t.sum() * 0)
+    silent = functional.hessian(lambda t: compiled(t) + term(t), at)
+    return torch.allclose(silent, 2 * torch.eye(at.numel(), dtype=at.dtype) * bool(term_name))
+
+
+def test_s41_audit_1_the_hessian_check_draws_more_than_one_term(real_claims):
+    from compiled_double_backward import curved_sums, point_seeds, uncompiled_terms
+
+    replay(real_claims, "reference/differentiation-apis", "There\n`functional.hessian` returns zeros for the compiled part",
+           hessian_keeps_twice_the_identity, curved_sums(), point_seeds(), uncompiled_terms(), fails_on="'(t**3).sum()'")
