@@ -7042,12 +7042,27 @@ def test_r37a_1_linearize_needs_no_in_place_step_too(real_claims):
            jvp_fn_is_j_u_if_f_draws_nothing_and_writes_no_buffers, *LINEARIZED_MODELS, fails_on="ELU")
 
 
-# -- n39a-3: differentiation-apis.md, linearize row: "the first call can raise" --------------
+# -- n39a-3, r41c-1: differentiation-apis.md, linearize row with an in-place step ------------
 
-def only_the_first_call_raises(kind, train, seed) -> bool:
-    """n39a-3, differentiation-apis.md (a3dfc08:159), the linearize row: "an in-place step
-    again (on a trainable layer's output, the first call can raise)", read as readers do:
-    a call after the one that raised runs. Every call raises while grad mode is on."""
+class _TwiceThenReluInPlace(torch.nn.Module):
+    def forward(self, h):
+        return torch.relu_(h * 2)
+
+
+class _Residual(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = torch.nn.Linear(6, 6)
+
+    def forward(self, h):
+        out = self.inner(h)
+        out += h
+        return out
+
+
+def in_place_model(kind, train, seed):
+    """The row's check's models: an in-place step on a tensor computed from trainable
+    parameters, and the point x."""
     nn = torch.nn
     torch.manual_seed(seed)
     if kind.startswith("Conv2d"):
@@ -7055,10 +7070,20 @@ def only_the_first_call_raises(kind, train, seed) -> bool:
                               nn.Flatten(), nn.Linear(4 * 4 * 4, 2))
         at = torch.randn(5, 3, 6, 6, dtype=torch.double)
     else:
-        middle = {"ELU": nn.ELU, "ReLU": nn.ReLU, "LeakyReLU": nn.LeakyReLU}[kind.split("(")[0]]
+        middle = {"ELU": nn.ELU, "ReLU": nn.ReLU, "LeakyReLU": nn.LeakyReLU,
+                  "LayerNorm, ReLU": lambda inplace: nn.Sequential(nn.LayerNorm(6), nn.ReLU(inplace=inplace)),
+                  "relu_": lambda inplace: _TwiceThenReluInPlace(),
+                  "residual": lambda inplace: _Residual()}[kind.split("(")[0]]
         model = nn.Sequential(nn.Linear(4, 6), middle(inplace=True), nn.Linear(6, 3))
         at = torch.randn(5, 4, dtype=torch.double)
-    model.double().train(train)
+    return model.double().train(train), at
+
+
+def only_the_first_call_raises(kind, train, seed) -> bool:
+    """n39a-3, differentiation-apis.md (a3dfc08:159), the linearize row: "an in-place step
+    again (on a trainable layer's output, the first call can raise)", read as readers do:
+    a call after the one that raised runs. Every call raises while grad mode is on."""
+    model, at = in_place_model(kind, train, seed)
     u = torch.randn(at.shape, dtype=torch.double)
     _value, jvp_fn = torch.func.linearize(model, at)
     try:
@@ -7071,27 +7096,45 @@ def only_the_first_call_raises(kind, train, seed) -> bool:
         return False
 
 
+def calls_with_grad_mode_off_give_j_u(kind, train, seed) -> bool:
+    """r41c-1, differentiation-apis.md (c3ad7be:159), the linearize row: "every call raises
+    unless grad mode is off, as under `torch.no_grad()`", read as a workaround: under
+    no_grad each call gives J u. The calls run but replay the in-place step: from the
+    second call an in-place ELU's J u is wrong."""
+    model, at = in_place_model(kind, False, seed)
+    u = torch.randn(at.shape, dtype=torch.double)
+    wanted = torch.func.jvp(model, (at,), (u,))[1]
+    _value, jvp_fn = torch.func.linearize(model, at)
+    with torch.no_grad():
+        return all(torch.allclose(jvp_fn(u), wanted, atol=1e-8) for _ in range(2))
+
+
 # The families the linearize row's check draws (kinds, mode, seed); it quotes no prose.
 IN_PLACE_MODELS = (
     labelled(st.sampled_from(["ELU(inplace=True)", "ReLU(inplace=True)", "LeakyReLU(inplace=True)",
+                              "LayerNorm, ReLU(inplace=True)", "relu_", "residual",
                               "Conv2d, BatchNorm2d, ReLU(inplace=True), Dropout"]),
-             "an in-place ELU, ReLU or LeakyReLU after a trainable Linear, or an "
+             "an in-place ELU, ReLU or LeakyReLU after a trainable Linear, a ReLU after "
+             "LayerNorm, relu_ of twice its output, a residual `out += h`, or an "
              "in-place ReLU after Conv2d and BatchNorm2d (images)"),
     labelled(st.booleans(), "training or eval() mode"),
     labelled(st.integers(0, 2**16), "seeds of the model, point, u and masks"))
+IN_PLACE_ROW = "on a tensor computed from trainable parameters, every call raises in grad mode"
 
 
-def test_n39a_3_linearize_row_every_call_raises():
+@pytest.mark.parametrize("old_sentence, fails_on", [(only_the_first_call_raises, ""),
+                                                    (calls_with_grad_mode_off_give_j_u, "ELU")])
+def test_n39a_3_r41c_1_linearize_row_every_call_raises(old_sentence, fails_on):
     """The row's check is not recorded (it quotes no prose): run the old reading with the
     claim the page's check_property has (its seed) and its count, on the same families."""
     source = (Path(__file__).resolve().parent.parent / "docs/reference/differentiation-apis.md").read_text()
-    words = ("on a trainable layer's output, every call raises unless grad mode is off, "
-             "as under `torch.no_grad()`")
-    assert "check_property(linearized_model_as_its_mode_says, IN_PLACE_KINDS," in source and (
-        words in source.split("TABLE = [", 1)[1].split("]\n", 1)[0]), "the linearize row changed: revisit this replay"
-    with pytest.raises(ClaimFailed, match="counterexample"):
-        check_property(only_the_first_call_raises, *IN_PLACE_MODELS, examples=8,
-                       claim=f"the torch.func.linearize row: {words}")
+    assert "check_property(linearized_model_as_its_mode_says, IN_PLACE_KINDS," in source and "examples=12," in (
+        source.split("IN_PLACE_KINDS,", 1)[1][:400]) and (
+        IN_PLACE_ROW in source.split("TABLE = [", 1)[1].split("]\n", 1)[0]), "the linearize row changed: revisit this replay"
+    with pytest.raises(ClaimFailed, match="counterexample") as failure:
+        check_property(old_sentence, *IN_PLACE_MODELS, examples=12,
+                       claim=f"the torch.func.linearize row: {IN_PLACE_ROW}")
+    assert fails_on in str(failure.value).split("counterexample: ", 1)[1], str(failure.value)
 
 
 # -- n38a-5: differentiation-apis.md, linearize of a torch.compile'd f ------------------------
@@ -7115,6 +7158,28 @@ def test_n38a_5_linearize_raises_on_a_compiled_f(real_claims):
            fails_on="compiled MLP")
 
 
+
+
+# -- r41c-4, r41c-6: clauses no check measured, now unquoted ----------------------------------
+
+def test_r41c_4_jvp_of_a_training_mode_batchnorm_model_raises(real_claims):
+    """r41c-4, differentiation-apis.md (c3ad7be:2938): "runs nothing `torch.compile`d (there
+    `linearize` raises and torch.func.jvp gives $J u$)", checked on compiled MLPs only.
+    torch.func.jvp of a BatchNorm model in training mode raises, compiled or not: the
+    clause is gone and no check quotes it."""
+    model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.BatchNorm1d(6)).train()
+    at = torch.randn(5, 4)
+    with pytest.raises(RuntimeError, match="mutate a captured"):
+        torch.func.jvp(model, (at,), (torch.ones_like(at),))
+    assert not _records_quoting(real_claims, "reference/differentiation-apis", "jvp` gives $J u$)")
+    assert _records_quoting(real_claims, "reference/differentiation-apis", "runs nothing `torch.compile`d (there")
+
+
+def test_r41c_6_checkpointing_memory_is_not_quoted(real_claims):
+    """r41c-6, glossary.md (c3ad7be:2580): "it uses less memory", quoted as proved by a
+    check that counts forward runs and measures no memory."""
+    assert not _records_quoting(real_claims, "reference/glossary", "it uses less memory")
+    assert _records_quoting(real_claims, "reference/glossary", CHECKPOINT_COSTS)
 
 # -- s33a-2..5: accumulate, check-gradients, get-gradients, stop-gradients (c2af9da) --------
 
@@ -7764,7 +7829,7 @@ CHECKPOINT_BACKWARDS = labelled(st.sampled_from(("autograd.grad(create_graph=Tru
                                 "one backward, two, or a gradient penalty's two")
 
 
-CHECKPOINT_COSTS = "In eager mode (without `torch.compile`), it uses less memory for one more forward pass"
+CHECKPOINT_COSTS = "one more forward pass through the block per backward"
 
 
 def test_r37d2_checkpointing_reruns_the_block_per_backward(real_claims):
