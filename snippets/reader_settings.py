@@ -286,13 +286,28 @@ def _compiled(features: int, seed: int, backend: str = "aot_eager") -> torch.nn.
     return torch.compile(_mlp(features, seed=seed), backend=backend)
 
 
+def _compiled_setting(name: str, features: int, seed: int, backend: str = "aot_eager") -> Setting:
+    """The member, once a call on a probe leaf shows it still runs compiled: after
+    dynamo gives up on a frame (a torch.func transform of a compiled module does, with
+    no error), nn.Sequential's forward runs eagerly in the whole process, and a check
+    would prove on eager behaviour what the site says of compiled modules."""
+    model = _compiled(features, seed, backend)
+    with torch.enable_grad():
+        grad_fn = model(_leaf(seed, 4, features)).grad_fn
+    if "CompiledFunction" not in type(grad_fn).__name__:
+        raise RuntimeError(
+            f"{name}: dynamo no longer compiles this module in this process (its output's "
+            f"grad_fn is {type(grad_fn).__name__}), e.g. after a torch.func transform of a "
+            "compiled module; call torch._dynamo.reset() before the check")
+    return Setting(name, model, _leaf(seed, 4, features), "compiled")
+
+
 @named('modules under torch.compile(backend="aot_eager")')
 @st.composite
 def compiled_modules(draw) -> Setting:
     """A small MLP compiled with aot_eager (autograd's compiled path, no codegen)."""
     features, seed = draw(st.sampled_from([(2, 0), (3, 1)]))
-    return Setting(f"compiled MLP on (4, {features})", _compiled(features, seed),
-                   _leaf(seed, 4, features), "compiled")
+    return _compiled_setting(f"compiled MLP on (4, {features})", features, seed)
 
 
 @named('modules under torch.compile: backend "aot_eager", and the default, "inductor"')
@@ -303,7 +318,7 @@ def compiled_modules_with_inductor(draw) -> Setting:
     features, seed, backend = draw(st.sampled_from([(2, 0, "inductor"), (2, 0, "aot_eager"),
                                                      (3, 1, "aot_eager")]))
     name = f"{'inductor-' if backend == 'inductor' else ''}compiled MLP on (4, {features})"
-    return Setting(name, _compiled(features, seed, backend), _leaf(seed, 4, features), "compiled")
+    return _compiled_setting(name, features, seed, backend)
 
 
 @dataclass(frozen=True)

@@ -143,6 +143,19 @@ def test_a_compiled_member_runs_compiled_and_matches_its_eager_module():
         assert torch.allclose(setting.model(setting.inputs), eager(setting.inputs))
 
 
+def test_a_compiled_member_raises_once_dynamo_gave_up_on_sequential():
+    # A torch.func transform of a compiled module runs it eagerly, with no error, and
+    # from then on every nn.Sequential in the process: a member drawn after it is eager.
+    setting = families.members(rs.compiled_modules(), 1)[0]
+    try:
+        torch.func.jacrev(setting.model)(setting.inputs)
+        with pytest.raises(RuntimeError, match=r"no longer compiles .*torch\._dynamo\.reset\(\)"):
+            families.members(rs.compiled_modules_with_inductor(), 1)
+    finally:
+        torch._dynamo.reset()
+    assert families.members(rs.compiled_modules(), 2)  # compiled again
+
+
 @SAMPLE
 @given(rs.non_leaf_inputs())
 def test_a_non_leaf_member_is_no_leaf_and_gets_no_grad(case):
