@@ -1687,15 +1687,20 @@ def test_n38g_3_the_batched_grad_recipe_skips_frozen_parameters(real_claims):
            fails_on=".mean(), True")
 
 
-def the_batch_gradient_follows_the_recipe(setting, loss, frozen) -> None:
+def the_batch_gradient_follows_the_recipe(setting, loss, frozen, earlier_micro_batch=False) -> None:
     """n39d F2, get-a-full-jacobian-or-hessian.md (a3dfc08:1239-1241): "... gives them,
     and their mean is the gradient of `losses.mean()`", read as the training step
-    `losses.mean().backward()` on the same forward after the recipe."""
+    `losses.mean().backward()` on the same forward after the recipe. With
+    ``earlier_micro_batch`` (set_p_grad_to_the_mean), after a backward of another
+    micro-batch, and with retain_graph=True in the recipe so that backward runs."""
     model, inputs = copy.deepcopy(setting.model), setting.inputs.detach()
     next(model.parameters()).requires_grad_(not frozen)
     params = [p for p in model.parameters() if p.requires_grad]
+    if earlier_micro_batch:
+        torch.stack([loss(out) for out in model(2 * inputs + 0.5)]).mean().backward()
     losses = torch.stack([loss(out) for out in model(inputs)])
-    per_sample = torch.autograd.grad(losses, params, torch.eye(len(inputs)), is_grads_batched=True)
+    per_sample = torch.autograd.grad(losses, params, torch.eye(len(inputs)), is_grads_batched=True,
+                                     retain_graph=earlier_micro_batch)
     losses.mean().backward()
     for g, p in zip(per_sample, params):
         check_close(g.mean(0), p.grad, f"{setting}: p.grad")
@@ -1725,6 +1730,52 @@ def test_n41f6_1_the_recipe_raises_under_inductor(real_claims):
     replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "(eagerly, or under",
            the_recipe_runs_under_torch_compile, compiled_modules_with_inductor(),
            fails_on="inductor-compiled", because="Cannot access storage of BatchedTensorImpl")
+
+
+
+def the_recipe_raises_after_the_per_sample_recipe(setting) -> None:
+    """s41 r41a F3, get-a-full-jacobian-or-hessian.md (c05e7c4:1243-1244): "under its
+    default backend the call raises `NotImplementedError`", read on a reader's path
+    through the page: the per-sample recipe (vmap of grad through functional_call) on
+    the compiled module first. Dynamo then runs every nn.Sequential eagerly: the call runs."""
+    from torch.func import functional_call, grad, vmap
+
+    model, inputs = setting.model, setting.inputs.detach()
+    if not setting.name.startswith("inductor-"):
+        return
+    params = {name: p.detach() for name, p in model.named_parameters()}
+    vmap(grad(lambda ps, x: (functional_call(model, ps, (x.unsqueeze(0),)) ** 2).sum()), in_dims=(None, 0))(
+        params, inputs)
+    losses = torch.stack([(out**2).sum() for out in model(inputs)])
+    try:
+        torch.autograd.grad(losses, list(model.parameters()), torch.eye(len(inputs)), is_grads_batched=True)
+    except NotImplementedError:
+        return
+    raise AssertionError(f"{setting}: the recipe ran after the per-sample recipe")
+
+
+def test_s41_r41a_f3_the_recipe_runs_after_the_per_sample_recipe(real_claims):
+    from reader_settings import compiled_modules_with_inductor
+    torch._dynamo.reset()  # a reader's script starts afresh, then runs the page's recipes in order
+    try:
+        replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "(eagerly, or under",
+               the_recipe_raises_after_the_per_sample_recipe, compiled_modules_with_inductor(),
+               fails_on="inductor-compiled", because="the recipe ran after the per-sample recipe")
+    finally:
+        torch._dynamo.reset()
+
+
+def set_p_grad_to_the_mean(setting, loss, frozen) -> None:
+    """s41 r41a F5, get-a-full-jacobian-or-hessian.md (c05e7c4:1245-1246): "for the
+    training step, set each `p.grad` to the mean of its $B$ gradients instead", read on
+    a micro-batch after another (gradient accumulation): backward would add to p.grad."""
+    the_batch_gradient_follows_the_recipe(setting, loss, frozen, earlier_micro_batch=True)
+
+
+def test_s41_r41a_f5_the_recipe_adds_to_p_grad(real_claims):
+    replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "The call frees the graph",
+           set_p_grad_to_the_mean, batch_norm_models(), multi_term_losses(), FROZEN,
+           fails_on="BatchNorm", because="p.grad")
 
 
 class AmpDecoratedMatMul(torch.autograd.Function):
