@@ -8478,3 +8478,23 @@ def test_s41_audit_1_the_hessian_check_draws_more_than_one_term(real_claims):
 
     replay(real_claims, "reference/differentiation-apis", "There\n`functional.hessian` returns zeros for the compiled part",
            hessian_keeps_twice_the_identity, curved_sums(), point_seeds(), uncompiled_terms(), fails_on="'(t**3).sum()'")
+
+
+# -- s42 audit #37: why-backward-z-gives-z.md, "every leaf ... whatever seed you pass" ---
+
+def every_leaf_y_depends_on_gets_a_gradient(graph) -> bool:
+    """s42 audit #37, why-backward-z-gives-z.md (0156f48:432-434): "`backward`
+    differentiates with respect to every leaf that requires grad and that $y$ was
+    computed from through differentiable operations, whatever seed you pass", read
+    without the condition the check's family draws: a call with inputs= fills only the
+    named leaves."""
+    _, _, uses, _, _, _, _ = graph
+    return all(grad is not None for grad, use in zip(grads_after_backward(graph), uses, strict=True)
+               if use == "differentiable")
+
+
+def test_s42_audit_37_backward_with_inputs_fills_only_the_named_leaves(real_claims):
+    replay(real_claims, "tutorial/why-backward-z-gives-z",
+           "`backward` differentiates with respect to every leaf that requires grad",
+           every_leaf_y_depends_on_gets_a_gradient, leaf_graphs_with_cut_paths(),
+           fails_on="[False, True], False)")  # named: leaf 1 only (inputs=), not prefilled
