@@ -14,6 +14,7 @@ build"``) cannot start one unawares.
 
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -65,6 +66,17 @@ def _a_build_needs_the_build_mark(request, monkeypatch):
             raise AssertionError(f"{request.node.nodeid} builds a copy of the site: "
                                  "mark it @pytest.mark.build (make check runs the others)")
         monkeypatch.setattr(site_copy, "make", refused)
+
+
+@pytest.fixture(autouse=True)
+def _dynamo_as_a_fresh_page_finds_it():
+    """After each test, dynamo forgets what it compiled and what it gave up on, as a
+    page's own process starts: a torch.func transform of a compiled module makes it
+    run every nn.Sequential eagerly from then on, and a compiled member drawn by a
+    later test in this worker would then refuse (reader_settings._compiled_setting)."""
+    yield
+    if (dynamo := sys.modules.get("torch._dynamo")) is not None:
+        dynamo.reset()
 
 
 def pytest_unconfigure(config):
