@@ -8498,3 +8498,29 @@ def test_s42_audit_37_backward_with_inputs_fills_only_the_named_leaves(real_clai
            "`backward` differentiates with respect to every leaf that requires grad",
            every_leaf_y_depends_on_gets_a_gradient, leaf_graphs_with_cut_paths(),
            fails_on="[False, True], False)")  # named: leaf 1 only (inputs=), not prefilled
+
+
+# -- r44e-2: misconceptions.md, a frozen nn.MultiheadAttention "raises under jacfwd" ----
+
+@pytest.mark.parametrize("heads", [1, 3])
+def test_r44e_2_frozen_self_attention_with_odd_heads_runs_under_jacfwd(heads):
+    """r44e-2, misconceptions.md (be9cf34:760-765): "a frozen `nn.MultiheadAttention`
+    given the same tensor object as query, key and value then raises under `jacfwd`".
+    It raises on its fast path, which a layer with an odd number of heads does not take:
+    there vmap(jacfwd) gives each sample's Jacobian. The page's check built 2 heads only,
+    so the sentence went; the page must not say it again."""
+    from per_sample_jacobians import each_samples_jacobian
+
+    source = (Path(__file__).resolve().parent.parent / "docs/reference/misconceptions.md").read_text()
+    assert "then raises under `jacfwd`" not in source and "its fast path needs" not in source
+    torch.manual_seed(0)
+    attention = torch.nn.MultiheadAttention(heads * 2, heads, batch_first=True).double().eval()
+    attention.requires_grad_(False)
+    batch = torch.randn(3, 4, heads * 2, dtype=torch.float64)
+
+    def one_row(row):
+        same = row[None]
+        return attention(same, same, same)[0][0]
+
+    mapped = torch.func.vmap(torch.func.jacfwd(one_row))(batch)  # the old sentence: raises
+    check_close(mapped, each_samples_jacobian(lambda b: attention(b, b, b)[0], batch), f"{heads} heads")
