@@ -281,25 +281,34 @@ def later_layers() -> st.SearchStrategy[str]:
 
 
 @functools.cache
-def _compiled(features: int, seed: int, backend: str = "aot_eager") -> torch.nn.Module:
+def _compiled(features: int, seed: int, backend: str = "aot_eager", layer: str = "") -> torch.nn.Module:
     # Once per process: every call of a new module would compile again.
-    return torch.compile(_mlp(features, seed=seed), backend=backend)
+    if layer == "BatchNorm2d":  # on (4, features, 4, 4) images
+        with seeded(seed):
+            model = torch.nn.Sequential(
+                torch.nn.Conv2d(features, 2, 3, padding=1), torch.nn.BatchNorm2d(2), torch.nn.Tanh(),
+                torch.nn.Flatten(), torch.nn.Linear(2 * 4 * 4, 1)).to(DTYPE)
+    else:
+        model = _mlp(features, *([_TRAIN_LAYERS[layer](8)] if layer else []), seed=seed)
+    return torch.compile(model.train(), backend=backend)
 
 
-def _compiled_setting(name: str, features: int, seed: int, backend: str = "aot_eager") -> Setting:
+def _compiled_setting(name: str, features: int, seed: int, backend: str = "aot_eager",
+                      layer: str = "") -> Setting:
     """The member, once a call on a probe leaf shows it still runs compiled: after
     dynamo gives up on a frame (a torch.func transform of a compiled module does, with
     no error), nn.Sequential's forward runs eagerly in the whole process, and a check
     would prove on eager behaviour what the site says of compiled modules."""
-    model = _compiled(features, seed, backend)
+    model = _compiled(features, seed, backend, layer)
+    shape = (4, features, 4, 4) if layer == "BatchNorm2d" else (4, features)
     with torch.enable_grad():
-        grad_fn = model(_leaf(seed, 4, features)).grad_fn
+        grad_fn = model(_leaf(seed, *shape)).grad_fn
     if "CompiledFunction" not in type(grad_fn).__name__:
         raise RuntimeError(
             f"{name}: dynamo no longer compiles this module in this process (its output's "
             f"grad_fn is {type(grad_fn).__name__}), e.g. after a torch.func transform of a "
             "compiled module; call torch._dynamo.reset() before the check")
-    return Setting(name, model, _leaf(seed, 4, features), "compiled")
+    return Setting(name, model, _leaf(seed, *shape), layer or "compiled")
 
 
 @named('modules under torch.compile(backend="aot_eager")')
@@ -310,15 +319,26 @@ def compiled_modules(draw) -> Setting:
     return _compiled_setting(f"compiled MLP on (4, {features})", features, seed)
 
 
-@named('modules under torch.compile: backend "aot_eager", and the default, "inductor"')
+def _compiled_words(batch_norm: bool = False) -> str:
+    return ('modules under torch.compile: backend "aot_eager", and the default, "inductor"'
+            + ('; under aot_eager, BatchNorm1d on rows and BatchNorm2d on images (4, 2, 4, 4) '
+               'in training mode' if batch_norm else ""))
+
+
+@named(_compiled_words)
 @st.composite
-def compiled_modules_with_inductor(draw) -> Setting:
+def compiled_modules_with_inductor(draw, batch_norm: bool = False) -> Setting:
     """``compiled_modules``' two members and a third under inductor, the backend
-    ``torch.compile`` uses by default (it generates and compiles C++: seconds)."""
-    features, seed, backend = draw(st.sampled_from([(2, 0, "inductor"), (2, 0, "aot_eager"),
-                                                     (3, 1, "aot_eager")]))
-    name = f"{'inductor-' if backend == 'inductor' else ''}compiled MLP on (4, {features})"
-    return _compiled_setting(name, features, seed, backend)
+    ``torch.compile`` uses by default (it generates and compiles C++: seconds); with
+    ``batch_norm``, an MLP with BatchNorm1d and a conv with BatchNorm2d on images, in
+    training mode, under aot_eager."""
+    features, seed, backend, layer = draw(st.sampled_from(
+        [(2, 0, "inductor", ""), (2, 0, "aot_eager", ""), (3, 1, "aot_eager", "")]
+        + [(3, 1, "aot_eager", "BatchNorm1d"), (2, 0, "aot_eager", "BatchNorm2d")] * batch_norm))
+    what = {"": f"MLP on (4, {features})", "BatchNorm1d": f"MLP with BatchNorm1d (train) on (4, {features})",
+            "BatchNorm2d": f"conv with BatchNorm2d (train) on (4, {features}, 4, 4) images"}[layer]
+    name = f"{'inductor-' if backend == 'inductor' else ''}compiled {what}"
+    return _compiled_setting(name, features, seed, backend, layer)
 
 
 @dataclass(frozen=True)

@@ -1706,6 +1706,31 @@ def the_batch_gradient_follows_the_recipe(setting, loss, frozen, earlier_micro_b
         check_close(g.mean(0), p.grad, f"{setting}: p.grad")
 
 
+def add_the_mean_as_backward_would_in_a_gradscaler_step(setting, loss, frozen) -> bool:
+    """r42b F1, get-a-full-jacobian-or-hessian.md (77c7be3:1246-1247): "for the training
+    step, add the mean of its $B$ gradients to each `p.grad` instead, as `backward` would",
+    read in a float16 reader's step with torch.amp.GradScaler: after the add,
+    scaler.unscale_ raises ("_scale is None"), as scaler.scale(loss).backward() never ran."""
+    model, inputs = copy.deepcopy(setting.model), setting.inputs.detach()
+    next(model.parameters()).requires_grad_(not frozen)
+    params = [p for p in model.parameters() if p.requires_grad]
+    losses = torch.stack([loss(out) for out in model(inputs)])
+    per_sample = torch.autograd.grad(losses, params, torch.eye(len(inputs)), is_grads_batched=True)
+    for g, p in zip(per_sample, params):
+        p.grad = g.mean(0) if p.grad is None else p.grad + g.mean(0)
+    try:
+        torch.amp.GradScaler("cpu").unscale_(torch.optim.SGD(params, lr=0.1))
+    except AssertionError:
+        return False
+    return True
+
+
+def test_r42b_f1_adding_the_mean_breaks_a_gradscaler_step(real_claims):
+    replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "The call frees the graph",
+           add_the_mean_as_backward_would_in_a_gradscaler_step, batch_norm_models(), multi_term_losses(), FROZEN,
+           fails_on="")
+
+
 def test_n39d_f2_backward_after_the_recipe_raises(real_claims):
     replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "The call frees the graph",
            the_batch_gradient_follows_the_recipe, batch_norm_models(), multi_term_losses(), FROZEN,
@@ -1728,7 +1753,7 @@ def test_n41f6_1_the_recipe_raises_under_inductor(real_claims):
     from reader_settings import compiled_modules_with_inductor
     torch._dynamo.reset()  # a module dynamo refused earlier in this process runs eagerly
     replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "(eagerly, or under",
-           the_recipe_runs_under_torch_compile, compiled_modules_with_inductor(),
+           the_recipe_runs_under_torch_compile, compiled_modules_with_inductor(batch_norm=True),
            fails_on="inductor-compiled", because="Cannot access storage of BatchedTensorImpl")
 
 
@@ -1759,7 +1784,7 @@ def test_s41_r41a_f3_the_recipe_runs_after_the_per_sample_recipe(real_claims):
     torch._dynamo.reset()  # a reader's script starts afresh, then runs the page's recipes in order
     try:
         replay(real_claims, "how-to/get-a-full-jacobian-or-hessian", "(eagerly, or under",
-               the_recipe_raises_after_the_per_sample_recipe, compiled_modules_with_inductor(),
+               the_recipe_raises_after_the_per_sample_recipe, compiled_modules_with_inductor(batch_norm=True),
                fails_on="inductor-compiled", because="the recipe ran after the per-sample recipe")
     finally:
         torch._dynamo.reset()
@@ -7170,22 +7195,77 @@ IN_PLACE_MODELS = (
              "in-place ReLU after Conv2d and BatchNorm2d (images)"),
     labelled(st.booleans(), "training or eval() mode"),
     labelled(st.integers(0, 2**16), "seeds of the model, point, u and masks"))
-IN_PLACE_ROW = "on a tensor computed from trainable parameters, every call raises in grad mode"
+IN_PLACE_KINDS = ["ELU(inplace=True)", "ReLU(inplace=True)", "LeakyReLU(inplace=True)",
+                  "LayerNorm, ReLU(inplace=True)", "relu_", "residual",
+                  "Conv2d, BatchNorm2d, ReLU(inplace=True), Dropout"]
+IN_PLACE_ROW = "on a tensor that requires grad, every call raises in grad mode"
+
+
+def _the_row_source() -> str:
+    source = (Path(__file__).resolve().parent.parent / "docs/reference/differentiation-apis.md").read_text()
+    assert "check_property(every_in_place_kind_raises," in source and "examples=3," in (
+        source.split("check_property(every_in_place_kind_raises,", 1)[1][:200]) and (
+        IN_PLACE_ROW in source.split("TABLE = [", 1)[1].split("]\n", 1)[0]), "the linearize row changed: revisit this replay"
+    return source
 
 
 @pytest.mark.parametrize("old_sentence, fails_on", [(only_the_first_call_raises, ""),
-                                                    (calls_with_grad_mode_off_give_j_u, "ELU")])
+                                                    (calls_with_grad_mode_off_give_j_u, "")])
 def test_n39a_3_r41c_1_linearize_row_every_call_raises(old_sentence, fails_on):
     """The row's check is not recorded (it quotes no prose): run the old reading with the
-    claim the page's check_property has (its seed) and its count, on the same families."""
-    source = (Path(__file__).resolve().parent.parent / "docs/reference/differentiation-apis.md").read_text()
-    assert "check_property(linearized_model_as_its_mode_says, IN_PLACE_KINDS," in source and "examples=12," in (
-        source.split("IN_PLACE_KINDS,", 1)[1][:400]) and (
-        IN_PLACE_ROW in source.split("TABLE = [", 1)[1].split("]\n", 1)[0]), "the linearize row changed: revisit this replay"
+    claim the page's check_property has (its seed) and its count, over every kind in
+    both modes, as the page's every_in_place_kind_raises runs them."""
+    _the_row_source()
     with pytest.raises(ClaimFailed, match="counterexample") as failure:
-        check_property(old_sentence, *IN_PLACE_MODELS, examples=12,
-                       claim=f"the torch.func.linearize row: {IN_PLACE_ROW}")
+        check_property(lambda seed: all(old_sentence(kind, train, seed) for kind in IN_PLACE_KINDS
+                                        for train in (False, True)),
+                       IN_PLACE_MODELS[2], examples=3, claim=f"the torch.func.linearize row: {IN_PLACE_ROW}")
     assert fails_on in str(failure.value).split("counterexample: ", 1)[1], str(failure.value)
+
+
+def test_r42a_1_the_old_row_check_never_ran_relu_in_place():
+    """r42a-1, differentiation-apis.md (77c7be3:159): the row's check drew 12 of the 14
+    (kind, mode) pairs at random, seeded by its claim, and never drew relu_ nor
+    ReLU(inplace=True); the page's check now runs every pair for each seed."""
+    drawn = set()
+    check_property(lambda kind, train, seed: drawn.add(kind) or True, *IN_PLACE_MODELS, examples=12,
+                   claim="the torch.func.linearize row: on a tensor computed from trainable parameters, "
+                         "every call raises in grad mode")
+    assert not {"relu_", "ReLU(inplace=True)"} & drawn, drawn
+    assert "assert len(in_place_runs) == 2 * len(IN_PLACE_KINDS)" in _the_row_source()
+
+
+class _DetachThenReluInPlace(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 6)
+
+    def forward(self, h):
+        return self.linear(h).detach().relu_()
+
+
+def test_r42a_2_an_in_place_step_on_a_detached_output_runs():
+    """r42a-2, differentiation-apis.md (77c7be3:159): "(on a tensor computed from trainable
+    parameters, every call raises in grad mode)": a Linear's output, detached, is computed
+    from trainable parameters, and relu_ on it runs on every call. The row now says "on a
+    tensor that requires grad"."""
+    model, at = _DetachThenReluInPlace().double(), torch.randn(5, 4, dtype=torch.double)
+    _value, jvp_fn = torch.func.linearize(model, at)
+    u = torch.randn(at.shape, dtype=torch.double)
+    assert [jvp_fn(u).shape for _ in range(2)] == [(5, 6)] * 2
+    assert "an in-place step again (on a tensor that requires grad," in _the_row_source()
+
+
+def test_r42a_3_linearize_returns_on_an_in_place_model():
+    """r42a-3, differentiation-apis.md (77c7be3:2960-2962): "if `f` draws no random numbers,
+    changes no tensor in place and runs nothing `torch.compile`d (there `linearize`
+    raises)", read for all three: linearize returns on an in-place model (its calls
+    raise); only compiled code makes linearize raise, which the clause now says."""
+    model, at = in_place_model("ReLU(inplace=True)", True, 0)
+    _value, jvp_fn = torch.func.linearize(model, at)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        jvp_fn(torch.randn(at.shape, dtype=torch.double))
+    assert "(there\n`linearize` raises)" not in _the_row_source()
 
 
 # -- n38a-5: differentiation-apis.md, linearize of a torch.compile'd f ------------------------
@@ -7204,7 +7284,7 @@ def jvp_fn_is_j_u_if_f_draws_nothing_and_changes_nothing_in_place(setting) -> bo
 
 
 def test_n38a_5_linearize_raises_on_a_compiled_f(real_claims):
-    replay(real_claims, "reference/differentiation-apis", "runs nothing `torch.compile`d (there",
+    replay(real_claims, "reference/differentiation-apis", "runs nothing `torch.compile`d (on compiled",
            jvp_fn_is_j_u_if_f_draws_nothing_and_changes_nothing_in_place, compiled_modules_with_inductor(),
            fails_on="compiled MLP")
 
@@ -7223,7 +7303,7 @@ def test_r41c_4_jvp_of_a_training_mode_batchnorm_model_raises(real_claims):
     with pytest.raises(RuntimeError, match="mutate a captured"):
         torch.func.jvp(model, (at,), (torch.ones_like(at),))
     assert not _records_quoting(real_claims, "reference/differentiation-apis", "jvp` gives $J u$)")
-    assert _records_quoting(real_claims, "reference/differentiation-apis", "runs nothing `torch.compile`d (there")
+    assert _records_quoting(real_claims, "reference/differentiation-apis", "runs nothing `torch.compile`d (on compiled")
 
 
 def test_r41c_6_checkpointing_memory_is_not_quoted(real_claims):
@@ -7231,6 +7311,28 @@ def test_r41c_6_checkpointing_memory_is_not_quoted(real_claims):
     check that counts forward runs and measures no memory."""
     assert not _records_quoting(real_claims, "reference/glossary", "it uses less memory")
     assert _records_quoting(real_claims, "reference/glossary", CHECKPOINT_COSTS)
+
+def test_r42a_6_checkpointing_a_block_that_saves_only_its_input_saves_no_memory():
+    """r42a-6, glossary.md (77c7be3:2578-2580): "In eager mode (without `torch.compile`), it
+    uses less memory": a Linear saves only its input (beside its weight), as checkpoint
+    does, so the saved bytes are the same. The clause is gone from the page."""
+    from torch.utils.checkpoint import checkpoint
+
+    block, x = torch.nn.Linear(256, 2), torch.randn(8, 256, requires_grad=True)
+    weights = {p.data_ptr() for p in block.parameters()}
+
+    def saved_bytes(forward) -> int:
+        saved = []
+        with torch.autograd.graph.saved_tensors_hooks(
+                lambda t: saved.append(0 if t.data_ptr() in weights else t.nbytes) or t, lambda t: t):
+            forward()
+        return sum(saved)
+
+    assert saved_bytes(lambda: block(x * 1)) == saved_bytes(
+        lambda: checkpoint(block, x * 1, use_reentrant=False)) == 8 * 256 * 4
+    glossary = (Path(__file__).resolve().parent.parent / "docs/reference/glossary.md").read_text()
+    assert "uses less memory" not in glossary
+
 
 # -- s33a-2..5: accumulate, check-gradients, get-gradients, stop-gradients (c2af9da) --------
 
