@@ -94,19 +94,22 @@ def tracked_batchnorm_models(draw) -> BatchNormSetting:
     return _settings(draw, (OWN,), sides=(4, 1))
 
 
-def per_sample_gradients(setting: BatchNormSetting, batch_of_one: bool = True) -> dict[str, torch.Tensor]:
-    """``vmap(grad(loss))`` over the batch, one ``row[None]`` per call (the bare
-    ``row`` unless ``batch_of_one``), with the module's buffers captured or
-    (``COPIES``) passed one copy per sample."""
+def per_sample_gradients(setting: BatchNormSetting, batch_of_one: bool = True,
+                         chunk_size: int | None = None) -> dict[str, torch.Tensor]:
+    """``vmap(grad(loss), chunk_size=chunk_size)`` over the batch, one ``row[None]``
+    per call (the bare ``row`` unless ``batch_of_one``), with the module's buffers
+    captured or (``COPIES``) passed one copy per sample. ``setting`` may also be a
+    ``reader_settings.Setting`` (no ``stats``: buffers captured)."""
     model, batch = setting.model, setting.inputs.detach()
     mapped = batch[:, None] if batch_of_one else batch  # each call gets row[None], or row
     params = {name: p.detach() for name, p in model.named_parameters()}
-    if setting.stats == COPIES:
+    if getattr(setting, "stats", None) == COPIES:
         copies = {name: b.expand(len(batch), *b.shape).clone() for name, b in model.named_buffers()}
         loss = lambda p, b, row: torch.func.functional_call(model, (p, b), (row,)).sum()  # noqa: E731
-        return torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0, 0))(params, copies, mapped)
+        return torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0, 0),
+                               chunk_size=chunk_size)(params, copies, mapped)
     loss = lambda p, row: torch.func.functional_call(model, p, (row,)).sum()  # noqa: E731
-    return torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0))(params, mapped)
+    return torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0), chunk_size=chunk_size)(params, mapped)
 
 
 BARE = {"BatchNorm1d": "expected 2D or 3D input", "BatchNorm2d": "expected 4D input"}

@@ -8626,3 +8626,24 @@ def test_r44e_2_frozen_self_attention_with_odd_heads_runs_under_jacfwd(heads):
 
     mapped = torch.func.vmap(torch.func.jacfwd(one_row))(batch)  # the old sentence: raises
     check_close(mapped, each_samples_jacobian(lambda b: attention(b, b, b)[0], batch), f"{heads} heads")
+
+# -- r44a-3: pass-options-to-torch-func-transforms.md, chunk_size's result -------------
+
+def chunked_per_sample_gradients_are_the_same(setting, chunk) -> bool:
+    """r44a-3 I, pass-options-to-torch-func-transforms.md (be9cf34:826): "`chunk_size`
+    maps that many samples at a time, with the same result", read as the same tensors:
+    chunked vmap runs other kernels, off in the last bits on 64 features."""
+    from batchnorm_under_vmap import per_sample_gradients
+
+    chunked, whole = per_sample_gradients(setting, chunk_size=chunk), per_sample_gradients(setting)
+    return all(torch.equal(chunked[name], whole[name]) for name in whole)
+
+
+def test_r44a_3_chunk_size_is_the_same_result_only_up_to_rounding(real_claims):
+    from reader_settings import image_batches
+
+    replay(real_claims, "how-to/pass-options-to-torch-func-transforms", "with the same result up to rounding",
+           chunked_per_sample_gradients_are_the_same,
+           labelled(st.one_of(multi_feature_inputs(st.sampled_from((64, 2))), image_batches()),
+                    "tanh MLPs on 64 or 2 features, and conv critics on image batches"),
+           labelled(st.integers(1, 3), "chunk sizes 1 to 3"), fails_on="64) inputs")
