@@ -8498,3 +8498,41 @@ def test_s42_audit_37_backward_with_inputs_fills_only_the_named_leaves(real_clai
            "`backward` differentiates with respect to every leaf that requires grad",
            every_leaf_y_depends_on_gets_a_gradient, leaf_graphs_with_cut_paths(),
            fails_on="[False, True], False)")  # named: leaf 1 only (inputs=), not prefilled
+
+# -- r44d-1: write-a-custom-autograd-function.md, second derivatives through torch.compile --
+
+COMPILE_BACKENDS = labelled(st.sampled_from(["the default", "aot_eager", "eager"]),
+                            "torch.compile with no backend= (inductor), aot_eager and eager")
+
+
+def second_derivatives_work_under_compile(name, values, around, backend) -> bool:
+    """r44d-1, write-a-custom-autograd-function.md (be9cf34:1179-1180): a Function built from
+    PyTorch operations "already works under `torch.compile`, its `backward` included", read
+    with the page's "second derivatives work": a second derivative through the compiled
+    Function would be the uncompiled one. It raises (the default backend, aot_eager) or
+    misses the Function's term (eager)."""
+    from compiled_double_backward import second_grad_through_compile
+    from custom_backwards import CUSTOM_BACKWARDS
+
+    function, differentiable = CUSTOM_BACKWARDS[name]
+    if not differentiable:
+        return True
+    at = torch.tensor(values, dtype=torch.float64)
+    torch._dynamo.reset()
+    compiled = torch.compile(function.apply, **({} if backend == "the default" else {"backend": backend}))
+    got = second_grad_through_compile(lambda t: around.loss(compiled, t), at.clone().requires_grad_(), compiled=False)
+    want = second_grad_through_compile(lambda t: around.loss(function.apply, t), at.clone().requires_grad_(),
+                                       compiled=False)
+    torch._dynamo.reset()
+    if isinstance(want, str):
+        return isinstance(got, str)
+    return not isinstance(got, str) and torch.allclose(got, want)
+
+
+def test_r44d_1_a_second_derivative_through_a_compiled_function(real_claims):
+    from custom_backwards import around_the_function, backward_points, custom_backwards
+
+    replay(real_claims, CUSTOM_FUNCTION_PAGE,
+           "already works under `torch.compile`, its `backward` included, for first derivatives.",
+           second_derivatives_work_under_compile, custom_backwards(), backward_points(), around_the_function(),
+           COMPILE_BACKENDS, fails_on="'the default'")
