@@ -8500,16 +8500,17 @@ def test_n40a_1_heads_kept_in_a_list_or_read_get_zeros_too(real_claims):
 
 # -- r41d-1: differentiate-a-network-output-with-respect-to-its-input.md, a model built inside --
 
-def the_lines_under_inference_mode_false_work_for_any_model(setting, made) -> bool:
+def the_lines_under_inference_mode_false_work_for_any_model(setting, made, built=None, copied=True) -> bool:
     """r41d-1, differentiate-a-network-output-with-respect-to-its-input.md (c3ad7be:974-977):
     "Inside a block you cannot leave, such as a function decorated with
     `@torch.inference_mode()`, run those lines, the clone included, under `with
     torch.inference_mode(False):`", read as: whatever model the function uses. A model built
     and loaded inside the function has inference tensors as parameters, and u = model(x)
-    raises "Inference tensors cannot be saved for backward"."""
+    raises "Inference tensors cannot be saved for backward". (With ``copied=False``, the
+    drawn model itself is loaded there.)"""
     @torch.inference_mode()
     def evaluate():
-        model = copy.deepcopy(setting.model)
+        model = copy.deepcopy(setting.model) if copied else setting.model
         model.load_state_dict(setting.model.state_dict())
         x = setting.inputs.detach().clone() if made == "inside the function" else setting.inputs
         with torch.inference_mode(False):
@@ -8523,15 +8524,41 @@ def the_lines_under_inference_mode_false_work_for_any_model(setting, made) -> bo
     return True
 
 
+MODEL_BUILT_INSIDE_QUOTE = "with a model whose\nparameters were made outside inference mode"
+
+
+def model_built_inside_families():
+    """The families of the check quoting ``MODEL_BUILT_INSIDE_QUOTE``."""
+    return (labelled(st.one_of(sample_batches(), train_mode_models(), compiled_modules()),
+                     "critics on rows (N, F) or images (B, C, H, W), MLPs with Dropout or BatchNorm1d "
+                     "in training mode, compiled MLPs"),
+            labelled(st.sampled_from(["outside the function", "inside the function"]),
+                     "x made outside the function (requiring grad), or inside it and cloned"),
+            labelled(st.sampled_from(["the drawn model + load_state_dict", "copy.deepcopy + load_state_dict",
+                                      "Net() + load_state_dict"]),
+                     "the model built outside and loaded inside with load_state_dict, or built inside "
+                     "by copy.deepcopy or by its constructor (Net()) and loaded there"))
+
+
 def test_r41d_1_a_model_built_under_inference_mode_breaks_the_lines(real_claims):
-    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
-           "(a model built inside it has inference tensors", the_lines_under_inference_mode_false_work_for_any_model,
-           labelled(st.one_of(sample_batches(), train_mode_models(), compiled_modules()),
-                    "critics on rows (N, F) or images (B, C, H, W), MLPs with Dropout or BatchNorm1d "
-                    "in training mode, compiled MLPs"),
-           labelled(st.sampled_from(["outside the function", "inside the function"]),
-                    "x made outside the function (requiring grad), or inside it and cloned"),
+    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input", MODEL_BUILT_INSIDE_QUOTE,
+           the_lines_under_inference_mode_false_work_for_any_model, *model_built_inside_families(),
            fails_on="tanh MLP")
+
+
+def a_model_loaded_inside_breaks_the_lines(setting, made, built) -> bool:
+    """r42b F4, differentiate-a-network-output-with-respect-to-its-input.md (be9cf34:976-978):
+    "with a model built and loaded outside inference mode", read as: a model loaded
+    inside the function breaks the lines. The drawn model, built outside and loaded there
+    with load_state_dict, keeps parameters made outside, and u = model(x) runs."""
+    if built != "the drawn model + load_state_dict":
+        return True
+    return not the_lines_under_inference_mode_false_work_for_any_model(setting, made, copied=False)
+
+
+def test_r42b_f4_a_model_loaded_inside_with_load_state_dict_works(real_claims):
+    replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input", MODEL_BUILT_INSIDE_QUOTE,
+           a_model_loaded_inside_breaks_the_lines, *model_built_inside_families(), fails_on="the drawn model")
 
 def functional_apis_return_plain_tensors(fn, point_requires_grad, create_graph) -> bool:
     """s41 audit #27, differentiation-apis.md (c05e7c4:2005-2006): the
@@ -8647,3 +8674,41 @@ def test_r44a_3_chunk_size_is_the_same_result_only_up_to_rounding(real_claims):
            labelled(st.one_of(multi_feature_inputs(st.sampled_from((64, 2))), image_batches()),
                     "tanh MLPs on 64 or 2 features, and conv critics on image batches"),
            labelled(st.integers(1, 3), "chunk sizes 1 to 3"), fails_on="64) inputs")
+
+# -- r44d-1: write-a-custom-autograd-function.md, second derivatives through torch.compile --
+
+COMPILE_BACKENDS = labelled(st.sampled_from(["the default", "aot_eager", "eager"]),
+                            "torch.compile with no backend= (inductor), aot_eager and eager")
+
+
+def second_derivatives_work_under_compile(name, values, around, backend) -> bool:
+    """r44d-1, write-a-custom-autograd-function.md (be9cf34:1179-1180): a Function built from
+    PyTorch operations "already works under `torch.compile`, its `backward` included", read
+    with the page's "second derivatives work": a second derivative through the compiled
+    Function would be the uncompiled one. It raises (the default backend, aot_eager) or
+    misses the Function's term (eager)."""
+    from compiled_double_backward import second_grad_through_compile
+    from custom_backwards import CUSTOM_BACKWARDS
+
+    function, differentiable = CUSTOM_BACKWARDS[name]
+    if not differentiable:
+        return True
+    at = torch.tensor(values, dtype=torch.float64)
+    torch._dynamo.reset()
+    compiled = torch.compile(function.apply, **({} if backend == "the default" else {"backend": backend}))
+    got = second_grad_through_compile(lambda t: around.loss(compiled, t), at.clone().requires_grad_(), compiled=False)
+    want = second_grad_through_compile(lambda t: around.loss(function.apply, t), at.clone().requires_grad_(),
+                                       compiled=False)
+    torch._dynamo.reset()
+    if isinstance(want, str):
+        return isinstance(got, str)
+    return not isinstance(got, str) and torch.allclose(got, want)
+
+
+def test_r44d_1_a_second_derivative_through_a_compiled_function(real_claims):
+    from custom_backwards import around_the_function, backward_points, custom_backwards
+
+    replay(real_claims, CUSTOM_FUNCTION_PAGE,
+           "already works under `torch.compile`, its `backward` included, for first derivatives.",
+           second_derivatives_work_under_compile, custom_backwards(), backward_points(), around_the_function(),
+           COMPILE_BACKENDS, fails_on="'the default'")
