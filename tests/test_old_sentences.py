@@ -3720,8 +3720,19 @@ def test_s7_i2_a_cast_that_changes_nothing_is_the_leaf(real_claims):
     x.to('cpu') of a float32 CPU leaf return the leaf."""
     from reader_settings import moved_leaves
 
-    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output", "A cast to the dtype and device",
-           every_move_is_a_non_leaf_copy, moved_leaves(), fails_on="x.to(float32)")
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output", "A cast that changes nothing",
+           every_move_is_a_non_leaf_copy, moved_leaves(formats=True), fails_on="x.to(float32)")
+
+
+def test_r44b_1_2_a_cast_keeping_dtype_and_device_can_copy(real_claims):
+    """r44b-1/2, backpropagate-from-a-non-scalar-output.md (be9cf34:41-43): "A cast to
+    the dtype and device `w` already has ... returns `w` itself", drawn only from
+    moved_leaves() (no memory format, no copy=True)."""
+    from reader_settings import moved_leaves
+
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output", "A cast that changes nothing",
+           a_move_copies_when_it_changes_the_dtype_or_device, moved_leaves(formats=True),
+           fails_on="memory_format=channels_last")
 
 
 def made_under_no_grad_does_not_require_grad(chain, how) -> None:
@@ -8712,3 +8723,99 @@ def test_r44d_1_a_second_derivative_through_a_compiled_function(real_claims):
            "already works under `torch.compile`, its `backward` included, for first derivatives.",
            second_derivatives_work_under_compile, custom_backwards(), backward_points(), around_the_function(),
            COMPILE_BACKENDS, fails_on="'the default'")
+
+# -- r44b: backpropagate-from-a-non-scalar-output.md and error-messages.md ------------
+
+LAYOUTS_44 = labelled(st.sampled_from(["(B,)", "(B, 1)", "(B, T)", "(B, C, H, W), W == B", "(B, C, H, W), W != B",
+                                       "(T, B, 1), batch_first=False, T == B",
+                                       "(T, B, 1), batch_first=False, T != B"]), "loss layouts")
+
+
+def a_zero_one_mask_gives_a_finite_weighted_mean(layout, rows, seed) -> bool:
+    """r44b-3 G, backpropagate-from-a-non-scalar-output.md (be9cf34:1144-1146): the
+    weighted-mean recipe, read for 0/1 mask weights with nothing said of a batch whose
+    mask keeps no sample: there it is 0/0, nan."""
+    loss = torch.rand(rows, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    mask = torch.zeros(rows, dtype=torch.float64)
+    return bool(((loss * mask).sum() / mask.sum()).isfinite())
+
+
+def test_r44b_3_a_mask_that_keeps_no_sample_gives_nan(real_claims):
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output", "Weights that are all 0 in a batch",
+           a_zero_one_mask_gives_a_finite_weighted_mean, LAYOUTS_44, labelled(st.integers(2, 5), "batch sizes B"),
+           labelled(SEEDS, "seeds"), fails_on="")
+
+
+def a_seed_shaped_like_y_is_taken(y_shape, device, built, call) -> bool:
+    """r44b-5 G, backpropagate-from-a-non-scalar-output.md (be9cf34:352-353): "the seed
+    $v$, a tensor shaped like `y`", read as all a seed needs: a CPU seed for a y on
+    another device ('meta' standing in for a GPU) raises "expected device"."""
+    x = torch.ones(y_shape, device=device, requires_grad=True)
+    y = x * 2
+    v = torch.ones(y.shape) if built == "torch.ones(y.shape)" else torch.ones_like(y)
+    try:
+        y.backward(v) if call == "y.backward(v)" else torch.autograd.grad(y, x, v)
+    except RuntimeError:
+        return False
+    return True
+
+
+def test_r44b_5_the_seed_is_on_y_s_device(real_claims):
+    shapes = labelled(st.lists(st.integers(1, 3), min_size=1, max_size=3).map(tuple),
+                      "shapes of rank 1 to 3, sides 1 to 3")
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output", "and on\nits device",
+           a_seed_shaped_like_y_is_taken, shapes,
+           labelled(st.sampled_from(["cpu", "meta"]), "y on the CPU or on 'meta' (no GPU here)"),
+           st.sampled_from(["torch.ones(y.shape)", "torch.ones(y.shape, device=y.device)",
+                            "torch.ones_like(y)", "torch.tensor(values, device=y.device)"]),
+           st.sampled_from(["y.backward(v)", "torch.autograd.grad(y, x, v)"]), fails_on="'meta'")
+
+
+def the_version_counts_the_lines_that_changed_it(lines, name) -> bool:
+    """r44b-6 I, error-messages.md (be9cf34:1526-1528): the message's last clause says
+    "how often" the saved tensor was modified, read as the number of changes the reader
+    wrote: one line h[:, 0] += 1 puts it at version 2."""
+    out = getattr(torch, name.lower())(torch.tensor([[0.5, 1.], [-1., 2.]], requires_grad=True))
+    for line in lines:
+        exec(line, {"h": out, "nn": torch.nn})
+    return out._version == len(lines)
+
+
+def test_r44b_6_the_version_counts_in_place_operations(real_claims):
+    replay(real_claims, "reference/error-messages", "The message's last clause says which saved tensor changed",
+           the_version_counts_the_lines_that_changed_it,
+           labelled(st.lists(st.sampled_from(["h += 1", "h.mul_(1)", "h[0] = 0.", "h[:, 0] += 1",
+                                              "nn.ReLU(inplace=True)(h)"]), min_size=1, max_size=3),
+                    "1 to 3 lines of in-place changes (mul_, +=, index assignment, ReLU(inplace=True), "
+                    "h[:, 0] += 1)"),
+           st.sampled_from(["Exp", "Sigmoid", "Tanh"]), fails_on="h[:, 0] += 1")
+
+
+def only_a_wrong_shape_raises_invalid_gradient(shape, device, built) -> bool:
+    """r44b-4 G, error-messages.md (be9cf34:2467-2470): "returned an invalid gradient at
+    index 0" caused by a gradient's shape, read as its only cause: a gradient of the
+    input's shape built on the CPU for an input on another device ('meta' standing in
+    for a GPU) raises it too."""
+    class Builds(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return torch.zeros(shape) if built == "torch.zeros(t.shape)" else torch.zeros_like(grad)
+
+    try:
+        Builds.apply(torch.ones(shape, device=device, requires_grad=True)).sum().backward()
+    except RuntimeError:
+        return False
+    return True
+
+
+def test_r44b_4_a_gradient_on_another_device_is_invalid_too(real_claims):
+    replay(real_claims, "reference/error-messages", "When the message goes on \"expected device\"",
+           only_a_wrong_shape_raises_invalid_gradient,
+           labelled(st.lists(st.integers(1, 3), max_size=3).map(tuple), "shapes of rank 0 to 3"),
+           labelled(st.sampled_from(["cpu", "meta"]), "inputs on the CPU or on 'meta' (no GPU here)"),
+           st.sampled_from(["torch.ones(t.shape, device=t.device)", "torch.zeros(t.shape)", "torch.zeros_like(t)"]),
+           fails_on="'meta'")
