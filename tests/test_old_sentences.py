@@ -8636,11 +8636,16 @@ def test_r44e_2_frozen_self_attention_with_odd_heads_runs_under_jacfwd(heads):
     given the same tensor object as query, key and value then raises under `jacfwd`".
     It raises on its fast path, which a layer with an odd number of heads does not take:
     there vmap(jacfwd) gives each sample's Jacobian. The page's check built 2 heads only,
-    so the sentence went; the page must not say it again."""
+    so the sentence went; the page must not say it again, nor the look-up page, which said
+    (b71fc9d:1689-1693) that a frozen one "given the same tensor object as query, key and
+    value" still raises under `jacfwd`."""
     from per_sample_jacobians import each_samples_jacobian
 
-    source = (Path(__file__).resolve().parent.parent / "docs/reference/misconceptions.md").read_text()
+    docs = Path(__file__).resolve().parent.parent / "docs/reference"
+    source = (docs / "misconceptions.md").read_text()
     assert "then raises under `jacfwd`" not in source and "its fast path needs" not in source
+    look_up = " ".join((docs / "look-up-the-questions-people-ask.md").read_text().split())
+    assert "and given the same tensor object as query" not in look_up and "its fast path needs" not in look_up
     torch.manual_seed(0)
     attention = torch.nn.MultiheadAttention(heads * 2, heads, batch_first=True).double().eval()
     attention.requires_grad_(False)
