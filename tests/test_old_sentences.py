@@ -7209,7 +7209,7 @@ IN_PLACE_MODELS = (
 IN_PLACE_KINDS = ["ELU(inplace=True)", "ReLU(inplace=True)", "LeakyReLU(inplace=True)",
                   "LayerNorm, ReLU(inplace=True)", "relu_", "residual",
                   "Conv2d, BatchNorm2d, ReLU(inplace=True), Dropout"]
-IN_PLACE_ROW = "on a tensor that requires grad, every call raises in grad mode"
+IN_PLACE_ROW = "on a tensor that requires grad, a first call made with grad mode on raises"
 
 
 def _the_row_source() -> str:
@@ -7232,6 +7232,32 @@ def test_n39a_3_r41c_1_linearize_row_every_call_raises(old_sentence, fails_on):
                                         for train in (False, True)),
                        IN_PLACE_MODELS[2], examples=3, claim=f"the torch.func.linearize row: {IN_PLACE_ROW}")
     assert fails_on in str(failure.value).split("counterexample: ", 1)[1], str(failure.value)
+
+
+def every_grad_mode_call_raises(kind, train, seed) -> bool:
+    """r44a-1, differentiation-apis.md (b71fc9d:159), the linearize row: "on a tensor that
+    requires grad, every call raises in grad mode". A first call made under
+    torch.no_grad() runs, and the calls after it run in grad mode too."""
+    model, at = in_place_model(kind, train, seed)
+    u = torch.randn(at.shape, dtype=torch.double)
+    _value, jvp_fn = torch.func.linearize(model, at)
+    with torch.no_grad():
+        jvp_fn(u)
+    try:
+        jvp_fn(u)
+    except RuntimeError:
+        return True
+    return False
+
+
+def test_r44a_1_linearize_row_every_grad_mode_call_raises():
+    """As test_n39a_3_r41c_1_linearize_row_every_call_raises: the page's check, with its
+    claim and count, over every kind in both modes."""
+    _the_row_source()
+    with pytest.raises(ClaimFailed, match="counterexample"):
+        check_property(lambda seed: all(every_grad_mode_call_raises(kind, train, seed)
+                                        for kind in IN_PLACE_KINDS for train in (False, True)),
+                       IN_PLACE_MODELS[2], examples=3, claim=f"the torch.func.linearize row: {IN_PLACE_ROW}")
 
 
 def test_r42a_1_the_old_row_check_never_ran_relu_in_place():
@@ -8648,11 +8674,16 @@ def test_r44e_2_frozen_self_attention_with_odd_heads_runs_under_jacfwd(heads):
     given the same tensor object as query, key and value then raises under `jacfwd`".
     It raises on its fast path, which a layer with an odd number of heads does not take:
     there vmap(jacfwd) gives each sample's Jacobian. The page's check built 2 heads only,
-    so the sentence went; the page must not say it again."""
+    so the sentence went; the page must not say it again, nor the look-up page, which said
+    (b71fc9d:1689-1693) that a frozen one "given the same tensor object as query, key and
+    value" still raises under `jacfwd`."""
     from per_sample_jacobians import each_samples_jacobian
 
-    source = (Path(__file__).resolve().parent.parent / "docs/reference/misconceptions.md").read_text()
+    docs = Path(__file__).resolve().parent.parent / "docs/reference"
+    source = (docs / "misconceptions.md").read_text()
     assert "then raises under `jacfwd`" not in source and "its fast path needs" not in source
+    look_up = " ".join((docs / "look-up-the-questions-people-ask.md").read_text().split())
+    assert "and given the same tensor object as query" not in look_up and "its fast path needs" not in look_up
     torch.manual_seed(0)
     attention = torch.nn.MultiheadAttention(heads * 2, heads, batch_first=True).double().eval()
     attention.requires_grad_(False)
