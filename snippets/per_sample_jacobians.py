@@ -186,22 +186,17 @@ SEQUENCE_LAYERS = ("RNN", "GRU", "LSTM", "TransformerEncoderLayer") + tuple(
     for separate in ("", *SEPARATE))
 
 
-def still_raises(kind, dtype, jac, batch_first=True, frozen_attention_named=True):
+def still_raises(kind, dtype, jac, batch_first=True):
     """The page's list: under jacfwd RNN, GRU, LSTM, TransformerEncoderLayer, a
     MultiheadAttention called with need_weights=False, and a frozen one (kind
     ending ", frozen": the eval fast path, which a batch_first layer with an even
-    number of heads takes) given one tensor as query, key and value raise; under
-    jacrev RNN, GRU and a float64 LSTM. A page that does not name the frozen one
-    (``frozen_attention_named=False``) leaves it to "where forward mode has no
-    rule": None, raising or running both fit."""
+    number of heads takes) given one tensor as query, key and value raise; under jacrev RNN, GRU and a
+    float64 LSTM."""
     frozen = kind.endswith(", frozen") and batch_first
     kind = kind.removesuffix(", frozen")
     if jac is torch.func.jacfwd:
-        if kind in ("RNN", "GRU", "LSTM", "TransformerEncoderLayer") or "need_weights=False" in kind:
-            return True
-        if frozen and kind.startswith("MultiheadAttention") and not kind.endswith(SEPARATE):
-            return True if frozen_attention_named else None
-        return False
+        return kind in ("RNN", "GRU", "LSTM", "TransformerEncoderLayer") or "need_weights=False" in kind or (
+            frozen and kind.startswith("MultiheadAttention") and not kind.endswith(SEPARATE))
     return kind in ("RNN", "GRU") or (kind == "LSTM" and dtype == torch.float64)
 
 
@@ -351,40 +346,38 @@ def each_samples_jacobian(model, batch):
     return torch.stack([whole[(b,) + (slice(None),) * out_dims + (b,)] for b in range(len(batch))])
 
 
-def _row_none_on_a_sequence_model(model, batch, jac, frozen_attention_named=True):
+def _row_none_on_a_sequence_model(model, batch, jac):
     """``vmap(jac(lambda row: model(row[None])[0]))`` raises exactly where the page
     says (``still_raises``); where it runs it gives each sample's Jacobian, and
     where it raises a loop of ``jacrev`` over the samples does."""
     own = each_samples_jacobian(model, batch)
     tolerance = {"atol": 1e-4, "rtol": 1e-4} if batch.dtype == torch.float32 else {}
     one_row = lambda row: model(row[None])[0]  # noqa: E731 (the page's own words)
-    expected = still_raises(model.kind, batch.dtype, jac, frozen_attention_named=frozen_attention_named)
     try:
         mapped = torch.func.vmap(jac(one_row))(batch)
     except (RuntimeError, NotImplementedError):
         looped = torch.stack([torch.func.jacrev(one_row)(row) for row in batch])
         check_close(looped, own, "a loop of jacrev over the samples", **tolerance)
-        return expected is not False
+        return still_raises(model.kind, batch.dtype, jac)
     check_close(mapped, own, "row[None]: each sample's Jacobian", **tolerance)
-    return expected is not True
+    return not still_raises(model.kind, batch.dtype, jac)
 
 
-def one_row_at_a_time_raises_for_the_layers_named(models, frozen_attention_named=True):
+def one_row_at_a_time_raises_for_the_layers_named(models):
     """``models``: a ``sequence_models()`` draw, each run in float64 and float32
     under jacfwd and jacrev (the page names both): ``vmap(jac(lambda row:
     model(row[None])[0]))`` raises for exactly the layers the page lists
     (``still_raises``) and otherwise gives each sample's Jacobian; where it raises,
     a loop of ``jacrev`` over the samples gives it. Each model also runs with its
     parameters frozen (``requires_grad_(False)``), as for a pretrained model's input
-    Jacobians: eval-mode attention then takes its fast path (``still_raises``, for
-    ``frozen_attention_named``)."""
+    Jacobians: eval-mode attention then takes its fast path."""
     for kind, model, batch in models:
         for frozen in (False, True):
             for dtype in (torch.float64, torch.float32):
                 typed = copy.deepcopy(model).to(dtype).requires_grad_(not frozen)
                 typed.kind = kind + (", frozen" if frozen else "")
                 for jac in (torch.func.jacfwd, torch.func.jacrev):
-                    if not _row_none_on_a_sequence_model(typed, batch.to(dtype), jac, frozen_attention_named):
+                    if not _row_none_on_a_sequence_model(typed, batch.to(dtype), jac):
                         ran = still_raises(typed.kind, dtype, jac)
                         raise AssertionError(f"{typed.kind}, {dtype}, {jac.__name__}: "
                                              f"{'ran' if ran else 'raised'}")
@@ -448,3 +441,22 @@ def _default_layout_one(kind, typed, batch):
         assert not still_raises(kind, batch.dtype, jac, batch_first=False), f"{where}: ran"
         same = mapped.shape == own.shape and torch.allclose(mapped, own, atol=1e-4)
         assert not same, f"{where}: each sample's Jacobian"
+
+
+def trainable_attention_under_no_grad_raises_under_jacfwd(seed, need_weights):
+    """The other way onto the fast path: trainable self-attention in eval mode under
+    torch.no_grad() (jacfwd raises), and jacrev, the loop's transform, runs."""
+    with seeded(seed):
+        attention, batch = torch.nn.MultiheadAttention(4, 2, batch_first=True).eval(), torch.randn(3, 5, 4)
+
+    def one_row(row):
+        same = row[None]  # one tensor object as query, key and value
+        return attention(same, same, same, need_weights=need_weights)[0][0]
+
+    with torch.no_grad():
+        torch.func.vmap(torch.func.jacrev(one_row))(batch)
+        try:
+            torch.func.vmap(torch.func.jacfwd(one_row))(batch)
+        except NotImplementedError as error:
+            return "forward AD" in str(error)
+    return False
