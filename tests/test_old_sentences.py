@@ -8498,3 +8498,22 @@ def test_s42_audit_37_backward_with_inputs_fills_only_the_named_leaves(real_clai
            "`backward` differentiates with respect to every leaf that requires grad",
            every_leaf_y_depends_on_gets_a_gradient, leaf_graphs_with_cut_paths(),
            fails_on="[False, True], False)")  # named: leaf 1 only (inputs=), not prefilled
+
+
+# -- r44f-1: check-gradients.md, "so `gradcheck` fails" on train-mode Dropout -----------
+
+def train_mode_dropout_fails_gradcheck(p, width, seed) -> bool:
+    """r44f-1, check-gradients.md (be9cf34:129-130): "Dropout in train mode draws a new
+    mask per evaluation, so `gradcheck` fails on a right gradient", read as certain: a
+    small `p` or a narrow layer often draws the same mask every time, and it passes."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = torch.nn.Sequential(torch.nn.Linear(3, width), torch.nn.Dropout(p)).double()
+        x = torch.randn(3, dtype=torch.float64, requires_grad=True)
+        return not torch.autograd.gradcheck(model, (x,), raise_exception=False)
+
+
+def test_r44f_1_train_mode_dropout_can_pass_gradcheck(real_claims):
+    replay(real_claims, "how-to/check-gradients", "or pass by luck when the masks it compares happen to match",
+           train_mode_dropout_fails_gradcheck, labelled(st.sampled_from([0.02, 0.05, 0.1, 0.5]), "p from 0.02 to 0.5"),
+           labelled(st.integers(1, 4), "Linear(3, width), width 1 to 4"), labelled(SEEDS, "seeds"), fails_on="")
