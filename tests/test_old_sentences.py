@@ -8868,3 +8868,29 @@ def test_r44f_1_train_mode_dropout_can_pass_gradcheck(real_claims):
     replay(real_claims, "how-to/check-gradients", "or pass by luck when the masks it compares happen to match",
            train_mode_dropout_fails_gradcheck, labelled(st.sampled_from([0.02, 0.05, 0.1, 0.5]), "p from 0.02 to 0.5"),
            labelled(st.integers(1, 4), "Linear(3, width), width 1 to 4"), labelled(SEEDS, "seeds"), fails_on="")
+
+# -- r47c-3: differentiation-apis.md, linearize's "`x` and the weights stay as they are" --
+
+def first_call_reads_x_and_the_weights(net, step_x, seed) -> bool:
+    """r47c-3, differentiation-apis.md (68e5c17:3048-3049): "and `x` and the weights stay
+    as they are until the first call of that function", read as naming all that the
+    first call reads: after a training step, J u at the new weights and x with the
+    running statistics linearize saw. A BatchNorm's moved statistics are read too."""
+    torch.manual_seed(seed)
+    at, u = torch.randn(2, 5, net.in_features, dtype=torch.double)
+    net.eval()
+    _value, jvp_fn = torch.func.linearize(net, at)
+    statistics = {name: buffer.clone() for name, buffer in net.named_buffers()}
+    net.train()(at).square().sum().backward()
+    torch.optim.SGD(net.parameters(), lr=0.5).step()
+    at.mul_(1.5 if step_x else 1.0)
+    unmoved = copy.deepcopy(net.eval())
+    unmoved.load_state_dict({**net.state_dict(), **statistics})
+    return torch.allclose(jvp_fn(u), torch.func.jvp(unmoved, (at,), (u,))[1], atol=1e-6)
+
+
+def test_r47c_3_linearize_reads_the_buffers_at_its_first_call(real_claims):
+    replay(real_claims, "reference/differentiation-apis", "and `x`, the\nweights and the buffers",
+           first_call_reads_x_and_the_weights, small_networks(),
+           labelled(st.booleans(), "x changed in place too, or not"),
+           labelled(st.integers(0, 2**16), "seeds of x and u"), fails_on="BatchNorm1d")
