@@ -8834,7 +8834,7 @@ def only_a_wrong_shape_raises_invalid_gradient(shape, device, built) -> bool:
 
         @staticmethod
         def backward(ctx, grad):
-            return torch.zeros(shape) if built == "torch.zeros(t.shape)" else torch.zeros_like(grad)
+            return torch.zeros(shape) if built == "torch.zeros(ctx.shape)" else torch.zeros_like(grad)
 
     try:
         Builds.apply(torch.ones(shape, device=device, requires_grad=True)).sum().backward()
@@ -8848,7 +8848,8 @@ def test_r44b_4_a_gradient_on_another_device_is_invalid_too(real_claims):
            only_a_wrong_shape_raises_invalid_gradient,
            labelled(st.lists(st.integers(1, 3), max_size=3).map(tuple), "shapes of rank 0 to 3"),
            labelled(st.sampled_from(["cpu", "meta"]), "inputs on the CPU or on 'meta' (no GPU here)"),
-           st.sampled_from(["torch.ones(t.shape, device=t.device)", "torch.zeros(t.shape)", "torch.zeros_like(t)"]),
+           st.sampled_from(["torch.ones(ctx.shape, device=ctx.device)", "torch.zeros(ctx.shape)",
+                            "torch.zeros(ctx.shape, device=ctx.device)"]),
            fails_on="'meta'")
 
 # -- r44f-1: check-gradients.md, "so `gradcheck` fails" on train-mode Dropout -----------
@@ -8894,3 +8895,30 @@ def test_r47c_3_linearize_reads_the_buffers_at_its_first_call(real_claims):
            first_call_reads_x_and_the_weights, small_networks(),
            labelled(st.booleans(), "x changed in place too, or not"),
            labelled(st.integers(0, 2**16), "seeds of x and u"), fails_on="BatchNorm1d")
+
+
+# -- r47d-2: error-messages.md, the version counts from the tensor's creation ----------
+
+IN_PLACE_COUNTS = {"h.mul_(1)": 1, "h += 1": 1, "h[0] = 0.": 1, "nn.ReLU(inplace=True)(h)": 1, "h[:, 0] += 1": 2}
+
+
+def the_version_is_the_changes_after_saving(lines, name) -> bool:
+    """r47d-2 I, error-messages.md (68e5c17:1526-1529): "says which saved tensor changed
+    and how many in-place operations changed it", read as the version N of "is at version
+    N": a tensor an in-place ReLU saved is at version 1 or more when saved, and N counts
+    from its creation."""
+    out = getattr(torch, name.lower())(torch.tensor([[0.5, 1.], [-1., 2.]], requires_grad=True))
+    after = 0
+    for at, line in enumerate(lines):
+        exec(line, {"h": out, "nn": torch.nn})
+        after = 0 if "ReLU" in line and at < len(lines) - 1 else after + IN_PLACE_COUNTS[line]
+    return out._version == after
+
+
+def test_r47d_2_the_version_counts_from_the_tensor_s_creation(real_claims):
+    replay(real_claims, "reference/error-messages", "The message's last clause says which saved tensor changed",
+           the_version_is_the_changes_after_saving,
+           labelled(st.lists(st.sampled_from(sorted(IN_PLACE_COUNTS)), min_size=1, max_size=3),
+                    "1 to 3 lines of in-place changes (mul_, +=, index assignment, ReLU(inplace=True), "
+                    "h[:, 0] += 1)"),
+           st.sampled_from(["Exp", "Sigmoid", "Tanh"]), fails_on="nn.ReLU(inplace=True)(h)")
