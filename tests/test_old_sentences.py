@@ -8922,3 +8922,29 @@ def test_r47d_2_the_version_counts_from_the_tensor_s_creation(real_claims):
                     "1 to 3 lines of in-place changes (mul_, +=, index assignment, ReLU(inplace=True), "
                     "h[:, 0] += 1)"),
            st.sampled_from(["Exp", "Sigmoid", "Tanh"]), fails_on="nn.ReLU(inplace=True)(h)")
+
+
+# -- r47a-3 / r49a-1: glossary.md, an input changed in place in a compiled region --------
+
+def an_input_returned_skips_the_region(breaks, alias) -> bool:
+    """r47a-3, r49a-1, glossary.md (68e5c17:2606-2608): AOTAutograd's exception, "an
+    output that is an input ... which eager autograd sees as that input itself", read
+    as the region left out of its backward: an input the region changed in place is
+    itself, its grad_fn a CopyBackwards over the region's CompiledFunctionBackward."""
+    def body(x):  # the graph breaks split the region before x is returned: left out
+        return (x + 1).sum(), (x.mul_(2) if "in place" in alias else x)
+
+    torch._dynamo.reset()
+    x = torch.ones(3, requires_grad=True).clone()
+    _out, returned = torch.compile(body)(x)
+    edges = [node.name() for node, _ in returned.grad_fn.next_functions if node is not None]
+    torch._dynamo.reset()
+    return "CompiledFunctionBackward" not in edges
+
+
+def test_r49a_1_an_input_changed_in_place_runs_the_region(real_claims):
+    aliases = ["x.view(3, 1)", "x[0:2]", "x.view(3, 1).t()", "x itself", "x.mul_(2), x changed in place"]
+    replay(real_claims, "reference/glossary", "AOTAutograd The part of `torch.compile`'s default backend",
+           an_input_returned_skips_the_region, labelled(st.integers(0, 2), "0 to 2 graph breaks"),
+           labelled(st.sampled_from(sorted(aliases)), "x, a view of x, or x changed in place also returned"),
+           fails_on="x changed in place")
