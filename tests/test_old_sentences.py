@@ -8834,7 +8834,7 @@ def only_a_wrong_shape_raises_invalid_gradient(shape, device, built) -> bool:
 
         @staticmethod
         def backward(ctx, grad):
-            return torch.zeros(shape) if built == "torch.zeros(t.shape)" else torch.zeros_like(grad)
+            return torch.zeros(shape) if built == "torch.zeros(ctx.shape)" else torch.zeros_like(grad)
 
     try:
         Builds.apply(torch.ones(shape, device=device, requires_grad=True)).sum().backward()
@@ -8848,7 +8848,8 @@ def test_r44b_4_a_gradient_on_another_device_is_invalid_too(real_claims):
            only_a_wrong_shape_raises_invalid_gradient,
            labelled(st.lists(st.integers(1, 3), max_size=3).map(tuple), "shapes of rank 0 to 3"),
            labelled(st.sampled_from(["cpu", "meta"]), "inputs on the CPU or on 'meta' (no GPU here)"),
-           st.sampled_from(["torch.ones(t.shape, device=t.device)", "torch.zeros(t.shape)", "torch.zeros_like(t)"]),
+           st.sampled_from(["torch.ones(ctx.shape, device=ctx.device)", "torch.zeros(ctx.shape)",
+                            "torch.zeros(ctx.shape, device=ctx.device)"]),
            fails_on="'meta'")
 
 # -- r44f-1: check-gradients.md, "so `gradcheck` fails" on train-mode Dropout -----------
@@ -8868,3 +8869,82 @@ def test_r44f_1_train_mode_dropout_can_pass_gradcheck(real_claims):
     replay(real_claims, "how-to/check-gradients", "or pass by luck when the masks it compares happen to match",
            train_mode_dropout_fails_gradcheck, labelled(st.sampled_from([0.02, 0.05, 0.1, 0.5]), "p from 0.02 to 0.5"),
            labelled(st.integers(1, 4), "Linear(3, width), width 1 to 4"), labelled(SEEDS, "seeds"), fails_on="")
+
+# -- r47c-3: differentiation-apis.md, linearize's "`x` and the weights stay as they are" --
+
+def first_call_reads_x_and_the_weights(net, step_x, seed) -> bool:
+    """r47c-3, differentiation-apis.md (68e5c17:3048-3049): "and `x` and the weights stay
+    as they are until the first call of that function", read as naming all that the
+    first call reads: after a training step, J u at the new weights and x with the
+    running statistics linearize saw. A BatchNorm's moved statistics are read too."""
+    torch.manual_seed(seed)
+    at, u = torch.randn(2, 5, net.in_features, dtype=torch.double)
+    net.eval()
+    _value, jvp_fn = torch.func.linearize(net, at)
+    statistics = {name: buffer.clone() for name, buffer in net.named_buffers()}
+    net.train()(at).square().sum().backward()
+    torch.optim.SGD(net.parameters(), lr=0.5).step()
+    at.mul_(1.5 if step_x else 1.0)
+    unmoved = copy.deepcopy(net.eval())
+    unmoved.load_state_dict({**net.state_dict(), **statistics})
+    return torch.allclose(jvp_fn(u), torch.func.jvp(unmoved, (at,), (u,))[1], atol=1e-6)
+
+
+def test_r47c_3_linearize_reads_the_buffers_at_its_first_call(real_claims):
+    replay(real_claims, "reference/differentiation-apis", "and `x`, the\nweights and the buffers",
+           first_call_reads_x_and_the_weights, small_networks(),
+           labelled(st.booleans(), "x changed in place too, or not"),
+           labelled(st.integers(0, 2**16), "seeds of x and u"), fails_on="BatchNorm1d")
+
+
+# -- r47d-2: error-messages.md, the version counts from the tensor's creation ----------
+
+IN_PLACE_COUNTS = {"h.mul_(1)": 1, "h += 1": 1, "h[0] = 0.": 1, "nn.ReLU(inplace=True)(h)": 1, "h[:, 0] += 1": 2}
+
+
+def the_version_is_the_changes_after_saving(lines, name) -> bool:
+    """r47d-2 I, error-messages.md (68e5c17:1526-1529): "says which saved tensor changed
+    and how many in-place operations changed it", read as the version N of "is at version
+    N": a tensor an in-place ReLU saved is at version 1 or more when saved, and N counts
+    from its creation."""
+    out = getattr(torch, name.lower())(torch.tensor([[0.5, 1.], [-1., 2.]], requires_grad=True))
+    after = 0
+    for at, line in enumerate(lines):
+        exec(line, {"h": out, "nn": torch.nn})
+        after = 0 if "ReLU" in line and at < len(lines) - 1 else after + IN_PLACE_COUNTS[line]
+    return out._version == after
+
+
+def test_r47d_2_the_version_counts_from_the_tensor_s_creation(real_claims):
+    replay(real_claims, "reference/error-messages", "The message's last clause says which saved tensor changed",
+           the_version_is_the_changes_after_saving,
+           labelled(st.lists(st.sampled_from(sorted(IN_PLACE_COUNTS)), min_size=1, max_size=3),
+                    "1 to 3 lines of in-place changes (mul_, +=, index assignment, ReLU(inplace=True), "
+                    "h[:, 0] += 1)"),
+           st.sampled_from(["Exp", "Sigmoid", "Tanh"]), fails_on="nn.ReLU(inplace=True)(h)")
+
+
+# -- r47a-3 / r49a-1: glossary.md, an input changed in place in a compiled region --------
+
+def an_input_returned_skips_the_region(breaks, alias) -> bool:
+    """r47a-3, r49a-1, glossary.md (68e5c17:2606-2608): AOTAutograd's exception, "an
+    output that is an input ... which eager autograd sees as that input itself", read
+    as the region left out of its backward: an input the region changed in place is
+    itself, its grad_fn a CopyBackwards over the region's CompiledFunctionBackward."""
+    def body(x):  # the graph breaks split the region before x is returned: left out
+        return (x + 1).sum(), (x.mul_(2) if "in place" in alias else x)
+
+    torch._dynamo.reset()
+    x = torch.ones(3, requires_grad=True).clone()
+    _out, returned = torch.compile(body)(x)
+    edges = [node.name() for node, _ in returned.grad_fn.next_functions if node is not None]
+    torch._dynamo.reset()
+    return "CompiledFunctionBackward" not in edges
+
+
+def test_r49a_1_an_input_changed_in_place_runs_the_region(real_claims):
+    aliases = ["x.view(3, 1)", "x[0:2]", "x.view(3, 1).t()", "x itself", "x.mul_(2), x changed in place"]
+    replay(real_claims, "reference/glossary", "AOTAutograd The part of `torch.compile`'s default backend",
+           an_input_returned_skips_the_region, labelled(st.integers(0, 2), "0 to 2 graph breaks"),
+           labelled(st.sampled_from(sorted(aliases)), "x, a view of x, or x changed in place also returned"),
+           fails_on="x changed in place")
