@@ -8932,3 +8932,27 @@ def test_r56b_4_a_skipped_batch_desynchronizes_ddp(real_claims):
            labelled(st.booleans(), "(B,) weights viewed, or weights shaped like the loss"),
            labelled(SEEDS, "seeds"), fails_on="'none'")
 
+
+def grad_then_f_differs_only_in_cost(setting, seed) -> bool:
+    """r56a-1 G, pass-options-to-torch-func-transforms.md (68e5c17:227-228): "calling `grad`
+    and then the function costs two runs", read as cost alone: in training mode the
+    second run's value comes from another Dropout mask, and BatchNorm counts it."""
+    from torch.func import functional_call, grad, grad_and_value
+
+    def route(together):
+        model = copy.deepcopy(setting.model)
+        buffers = dict(model.named_buffers())
+
+        def f(params, buffers):
+            return functional_call(model, (params, buffers), (setting.inputs.detach(),)).pow(2).mean()
+        params = {name: p.detach() for name, p in model.named_parameters()}
+        torch.manual_seed(seed)
+        value = grad_and_value(f)(params, buffers)[1] if together else (grad(f)(params, buffers), f(params, buffers))[1]
+        return value, [b.clone() for b in buffers.values()]
+    (v_one, b_one), (v_two, b_two) = route(True), route(False)
+    return bool(v_one == v_two) and all(torch.equal(a, b) for a, b in zip(b_one, b_two))
+
+
+def test_r56a_1_grad_then_f_runs_train_mode_layers_twice(real_claims):
+    replay(real_claims, "how-to/pass-options-to-torch-func-transforms", "and in training mode the second run",
+           grad_then_f_differs_only_in_cost, train_mode_models(), labelled(SEEDS, "seeds"), fails_on="")
