@@ -8948,3 +8948,91 @@ def test_r49a_1_an_input_changed_in_place_runs_the_region(real_claims):
            an_input_returned_skips_the_region, labelled(st.integers(0, 2), "0 to 2 graph breaks"),
            labelled(st.sampled_from(sorted(aliases)), "x, a view of x, or x changed in place also returned"),
            fails_on="x changed in place")
+
+# -- r56b: backpropagate-from-a-non-scalar-output.md; r56a-1: pass-options-to-torch-func-transforms.md --
+
+def per_device_means_give_the_whole_batch_loss(setting, devices, seed) -> bool:
+    """r56b-1 G, backpropagate-from-a-non-scalar-output.md (68e5c17:896-899): "reduce the
+    per-device losses ... with the same reduction your loss would use on the whole batch",
+    read as giving the whole-batch loss: with BatchNorm in training mode each device
+    normalizes its own chunk, and the mean of the equal chunks' means is another number."""
+    from families import _vector
+
+    model = copy.deepcopy(setting.model)
+    chunks = [setting.inputs.detach()] + [_vector(seed + k, *setting.inputs.shape) for k in range(1, devices)]
+    wanted = _vector(seed, devices * chunks[0].shape[0], 1)
+    per_device = torch.stack([((model(chunk) - part) ** 2).mean()
+                              for chunk, part in zip(chunks, wanted.chunk(devices))]).mean()
+    return bool(torch.isclose(per_device, ((model(torch.cat(chunks)) - wanted) ** 2).mean()))
+
+
+def test_r56b_1_batch_norm_chunks_are_not_the_whole_batch(real_claims):
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output", "With BatchNorm in training mode each device",
+           per_device_means_give_the_whole_batch_loss, batch_norm_models(),
+           labelled(st.integers(2, 3), "2 or 3 devices, equal chunks"), labelled(SEEDS, "seeds"), fails_on="")
+
+
+def batchmean_is_the_mean_of_the_unreduced_loss(shape, log_target, seed) -> bool:
+    """r56b-2 I, backpropagate-from-a-non-scalar-output.md (68e5c17:1131-1132): "Reduce it
+    yourself, as the built-in reduction would: `per_sample_loss.mean()`", read for
+    KLDivLoss(reduction='batchmean'): it divides the sum by size(0), not by numel."""
+    generator = torch.Generator().manual_seed(seed)
+    scores = torch.randn(shape, dtype=torch.float64, generator=generator).log_softmax(-1)
+    target = torch.randn(shape, dtype=torch.float64, generator=generator).log_softmax(-1)
+    target = target if log_target else target.exp()
+
+    def reduced(reduction):
+        return torch.nn.KLDivLoss(reduction=reduction, log_target=log_target)(scores, target)
+    return bool(torch.isclose(reduced("none").mean(), reduced("batchmean")))
+
+
+def test_r56b_2_kl_batchmean_is_not_the_mean(real_claims):
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output", "`KLDivLoss`'s",
+           batchmean_is_the_mean_of_the_unreduced_loss,
+           labelled(st.lists(st.integers(1, 4), min_size=1, max_size=4).map(tuple), "shapes of rank 1 to 4"),
+           labelled(st.booleans(), "log_target either"), labelled(SEEDS, "seeds"), fails_on="")
+
+
+def every_process_can_run_the_weighted_mean(layout, rows, kept, shaped_like_loss, seed) -> bool:
+    """r56b-4 G, backpropagate-from-a-non-scalar-output.md (68e5c17:1148-1149): "skip such
+    a batch before `backward`", the one route given: under DistributedDataParallel every
+    process must run the backward, and the unclamped divisor gives it nan there."""
+    loss = torch.rand(rows, generator=torch.Generator().manual_seed(seed), dtype=torch.float64, requires_grad=True)
+    mask = {"none": torch.zeros(rows), "all": torch.ones(rows), "one": torch.eye(rows)[0],
+            "some": torch.randint(0, 2, (rows,), generator=torch.Generator().manual_seed(seed)).float()}[kept]
+    (grad,) = torch.autograd.grad((loss * mask).sum() / mask.sum(), loss)
+    return bool(grad.isfinite().all())
+
+
+def test_r56b_4_a_skipped_batch_desynchronizes_ddp(real_claims):
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output",
+           "divide by `weights.expand_as(per_sample_loss).sum().clamp(min=1)`",
+           every_process_can_run_the_weighted_mean, LAYOUTS_44, labelled(st.integers(2, 5), "batch sizes B"),
+           labelled(st.sampled_from(["none", "one", "some", "all"]), "0/1 weights keeping no, one, some or all samples"),
+           labelled(st.booleans(), "(B,) weights viewed, or weights shaped like the loss"),
+           labelled(SEEDS, "seeds"), fails_on="'none'")
+
+
+def grad_then_f_differs_only_in_cost(setting, seed) -> bool:
+    """r56a-1 G, pass-options-to-torch-func-transforms.md (68e5c17:227-228): "calling `grad`
+    and then the function costs two runs", read as cost alone: in training mode the
+    second run's value comes from another Dropout mask, and BatchNorm counts it."""
+    from torch.func import functional_call, grad, grad_and_value
+
+    def route(together):
+        model = copy.deepcopy(setting.model)
+        buffers = dict(model.named_buffers())
+
+        def f(params, buffers):
+            return functional_call(model, (params, buffers), (setting.inputs.detach(),)).pow(2).mean()
+        params = {name: p.detach() for name, p in model.named_parameters()}
+        torch.manual_seed(seed)
+        value = grad_and_value(f)(params, buffers)[1] if together else (grad(f)(params, buffers), f(params, buffers))[1]
+        return value, [b.clone() for b in buffers.values()]
+    (v_one, b_one), (v_two, b_two) = route(True), route(False)
+    return bool(v_one == v_two) and all(torch.equal(a, b) for a, b in zip(b_one, b_two))
+
+
+def test_r56a_1_grad_then_f_runs_train_mode_layers_twice(real_claims):
+    replay(real_claims, "how-to/pass-options-to-torch-func-transforms", "and in training mode the second run",
+           grad_then_f_differs_only_in_cost, train_mode_models(), labelled(SEEDS, "seeds"), fails_on="")
