@@ -9036,3 +9036,32 @@ def grad_then_f_differs_only_in_cost(setting, seed) -> bool:
 def test_r56a_1_grad_then_f_runs_train_mode_layers_twice(real_claims):
     replay(real_claims, "how-to/pass-options-to-torch-func-transforms", "and in training mode the second run",
            grad_then_f_differs_only_in_cost, train_mode_models(), labelled(SEEDS, "seeds"), fails_on="")
+
+# -- r56e-1: stop-gradients.md, "the optimizer skips a parameter whose .grad is None" ----
+
+def the_optimizer_skips_a_frozen_none(net, trained_steps) -> bool:
+    """r56e-1, stop-gradients.md (68e5c17:1083-1084): "and the optimizer skips a
+    parameter whose `.grad` is `None`", read of LBFGS too: trained, then the first layer
+    frozen and zero_grad()-ed as the page says, LBFGS still moves it."""
+    batch = torch.linspace(-2, 2, 3 * net.in_features, dtype=torch.float64).reshape(3, net.in_features)
+    target = torch.tensor([[1.0], [-1.0], [0.5]], dtype=torch.float64)
+    optimizer = torch.optim.LBFGS(net.parameters(), lr=0.5, max_iter=2)
+
+    def closure():
+        optimizer.zero_grad()
+        loss = (net(batch) - target).pow(2).sum()
+        loss.backward()
+        return loss
+    for _step in range(trained_steps):
+        optimizer.step(closure)
+    net[0].requires_grad_(False)
+    optimizer.zero_grad()
+    before = net[0].weight.detach().clone()
+    optimizer.step(closure)
+    return torch.equal(net[0].weight.detach(), before)
+
+
+def test_r56e_1_lbfgs_moves_a_frozen_parameter_whose_grad_is_none(real_claims):
+    replay(real_claims, "how-to/stop-gradients", "(LBFGS can move it even then",
+           the_optimizer_skips_a_frozen_none, small_networks(batchnorm=False),
+           labelled(st.integers(1, 3), "training steps before freezing, from 1 to 3"), fails_on="Linear")
