@@ -1393,9 +1393,42 @@ def a_forward_pass_per_loss_term(setting, loss) -> bool:
 def test_g1_a_forward_pass_per_loss_term_is_another_computation(real_claims):
     from reader_settings import multi_term_losses, train_mode_models
 
-    replay(real_claims, "reference/error-messages", "When several losses come from one forward",
+    replay(real_claims, "reference/error-messages", "When several losses that should all train",
            a_forward_pass_per_loss_term, train_mode_models(), multi_term_losses(st.integers(2, 4)),
            fails_on="(train)")
+
+
+def a_gan_s_two_losses_summed(setting, losses, seed) -> bool:
+    """r56b-3 M, error-messages.md (68e5c17:257-259): "When several losses come from one
+    forward pass, add them and call `backward` once, `(loss_a + loss_b).backward()`",
+    read for a GAN's two losses on `fake = G(z)`: the sum's backward gives G the gradient
+    of the generator's loss. It gives G the discriminator's loss's gradient too."""
+    from reader_settings import GAN_LOSSES, generator_for
+
+    D, real = setting.model, setting.inputs.detach()
+    G, z = generator_for(setting, seed)
+    d_loss_of, g_loss_of = GAN_LOSSES[losses]
+    D.zero_grad(set_to_none=True)
+    try:
+        fake = G(z)
+        d_loss, g_loss = d_loss_of(D(real), D(fake)), g_loss_of(D(fake))
+        alone = torch.autograd.grad(g_loss, list(G.parameters()), retain_graph=True)
+        (d_loss + g_loss).backward()
+        return all(torch.allclose(p.grad, g) for p, g in zip(G.parameters(), alone))
+    finally:
+        D.zero_grad(set_to_none=True)
+
+
+def test_r56b_3_a_gan_s_losses_summed_train_g_on_both(real_claims):
+    from reader_settings import GAN_LOSSES
+
+    replay(real_claims, "reference/error-messages", "A GAN's discriminator loss should not train",
+           a_gan_s_two_losses_summed,
+           labelled(st.one_of(sample_batches(), train_mode_models(), compiled_modules()),
+                    "discriminators: critics on rows (N, F) or images (B, C, H, W), MLPs with Dropout or "
+                    "BatchNorm1d in training mode, compiled MLPs"),
+           labelled(st.sampled_from(sorted(GAN_LOSSES)), "binary cross-entropy and Wasserstein GAN losses"),
+           SEEDS, fails_on="'Wasserstein'")
 
 
 def a_computation_step_updated_under_no_grad(route, seed) -> bool:
