@@ -7069,19 +7069,38 @@ def options_change_J_only_up_to_rounding(fn, chunk) -> bool:
     from torch.autograd import functional
 
     f, at = ((torch.sqrt, [0.0, 1.0, 4.0]) if fn == "sqrt at a zero entry" else
+             (lambda t: t.clamp(min=torch.zeros_like(t)), [0.0, 1.0, -1.0]) if fn == CLAMP_AT_BOUND else
              (lambda t: t.relu().sqrt(), [-1.0, 1.0, 4.0])) if isinstance(fn, str) else (fn, None)
     at = fn.point() if at is None else torch.tensor(at, dtype=torch.float64)
     forward = functional.jacobian(f, at, vectorize=True, strategy="forward-mode")
     return torch.allclose(forward, functional.jacobian(f, at), atol=1e-10, equal_nan=True)
 
 
+CLAMP_AT_BOUND = "clamp(x, min=m) with a tensor m, at entries x == m"
+OPTIONS_OUTSIDE = labelled(st.sampled_from(["sqrt at a zero entry", "sqrt(relu(x)) at a negative entry", CLAMP_AT_BOUND]),
+                           "sqrt at a zero entry, sqrt(relu(x)) at a negative entry, clamp(x, min=m) at m")
+
+
 def test_r32g_5_an_infinite_derivative_changes_J_by_more_than_rounding(real_claims):
     replay(real_claims, "reference/differentiation-apis", "Two options change how $J$ is computed, and, where",
-           options_change_J_only_up_to_rounding,
-           st.one_of(vector_maps(), labelled(st.sampled_from(["sqrt at a zero entry",
-                                                              "sqrt(relu(x)) at a negative entry"]),
-                                             "sqrt at a zero entry, sqrt(relu(x)) at a negative entry")),
+           options_change_J_only_up_to_rounding, st.one_of(vector_maps(), OPTIONS_OUTSIDE),
            labelled(st.integers(1, 3), "chunk sizes 1 to 3"), fails_on="sqrt")
+
+
+def options_change_J_only_up_to_rounding_where_derivatives_are_finite(fn, chunk) -> bool:
+    """r56a-3 I + C, differentiation-apis.md (68e5c17:3531-3532): "where every operation `f`
+    runs has a finite derivative, its value only up to rounding": a kink has finite
+    one-sided derivatives, yet at clamp's tensor bound the forward-mode J gives 0 where the
+    reverse-mode one gives 1. sqrt at 0 has an infinite one: the old sentence left it out."""
+    return fn in ("sqrt at a zero entry", "sqrt(relu(x)) at a negative entry") or (
+        options_change_J_only_up_to_rounding(fn, chunk))
+
+
+def test_r56a_3_a_kink_changes_J_by_more_than_rounding(real_claims):
+    replay(real_claims, "reference/differentiation-apis", "Two options change how $J$ is computed, and, where",
+           options_change_J_only_up_to_rounding_where_derivatives_are_finite,
+           st.one_of(vector_maps(), OPTIONS_OUTSIDE), labelled(st.integers(1, 3), "chunk sizes 1 to 3"),
+           fails_on="clamp")
 
 
 def test_r32g_5_jacfwd_and_jacrev_differ_where_f_is_differentiable(real_claims):
@@ -7096,7 +7115,7 @@ def test_r32g_5_jacfwd_and_jacrev_differ_where_f_is_differentiable(real_claims):
     assert bool(torch.func.jacfwd(f)(at)[0].isnan().all())
     assert not _records_quoting(real_claims, "reference/differentiation-apis", "and `f` is differentiable at `x`")
     [record] = [r for r in _records_quoting(real_claims, "reference/differentiation-apis",
-                                            "Where both run and every operation `f` runs has a finite derivative")
+                                            "Where both run and every operation `f` runs is differentiable with a finite derivative")
                 if r["check"] == "check_property"]
     assert any("sqrt(relu(x))" in family for family in record["families"]), record["families"]
 
