@@ -22,6 +22,7 @@ more of them.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import re
 import sys
@@ -4545,26 +4546,36 @@ def test_s10_b2_per_sample_gradients_need_the_batch_dimension_for_flatten_too(re
            only_batchnorm_breaks_per_sample_gradients, batch_dimension_models(), fails_on="Flatten")
 
 
+# glossary.md's version-counter check: operations that save their input or output, edits, hooks
+GLOSSARY_SAVED_HOOKS = {
+    "no hook": contextlib.nullcontext,
+    "save_on_cpu (a CPU tensor: kept as it is)": torch.autograd.graph.save_on_cpu,
+    "identity hook": lambda: torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t),
+    "hook packing a copy": lambda: torch.autograd.graph.saved_tensors_hooks(torch.clone, lambda t: t),
+    "save_on_cpu(pin_memory=True) (packs a copy)": lambda: torch.autograd.graph.save_on_cpu(pin_memory=True)}
+GLOSSARY_SAVING = {"x ** 2 (saves x)": (lambda t: t ** 2, "input"), "sin (saves x)": (torch.sin, "input"),
+                   "exp (saves its output)": (torch.exp, "output"),
+                   "sigmoid (saves its output)": (torch.sigmoid, "output")}
+GLOSSARY_EDITS = {"add_(1)": lambda t: t.add_(1), "mul_(2)": lambda t: t.mul_(2), "zero_()": lambda t: t.zero_(),
+                  "[0] = 5": lambda t: t.__setitem__(0, 5.0), "through a view": lambda t: t.view(-1)[1:].add_(1),
+                  "+= 1": lambda t: t.__iadd__(1), "nn.ReLU(inplace=True)": torch.nn.ReLU(inplace=True)}
+
+
+def _edited_after_saving(op_name, edit_name, hook):
+    """The glossary check's setup: a leaf, op saved under the hook, then the edit; the leaf and op's output."""
+    op, saves = GLOSSARY_SAVING[op_name]
+    leaf = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    start = leaf * 1
+    with GLOSSARY_SAVED_HOOKS[hook]():
+        out = op(start)
+    GLOSSARY_EDITS[edit_name](start if saves == "input" else out)
+    return leaf, out
+
+
 def backward_raises_whenever_a_saved_version_moved(op_name, edit_name, hook) -> bool:
     """s10 refB B7, glossary.md (version counter): "`backward` raises if the version
     has moved since", unconditionally. Under a saved-tensor hook nothing is checked."""
-    import contextlib
-
-    hooks = {"no hook": contextlib.nullcontext,
-             "save_on_cpu (a CPU tensor: kept as it is)": torch.autograd.graph.save_on_cpu,
-             "identity hook": lambda: torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t),
-             "hook packing a copy": lambda: torch.autograd.graph.saved_tensors_hooks(torch.clone, lambda t: t)}
-    ops = {"x ** 2 (saves x)": (lambda t: t ** 2, "input"), "sin (saves x)": (torch.sin, "input"),
-           "exp (saves its output)": (torch.exp, "output"),
-           "sigmoid (saves its output)": (torch.sigmoid, "output")}
-    edits = {"add_(1)": lambda t: t.add_(1), "mul_(2)": lambda t: t.mul_(2), "zero_()": lambda t: t.zero_(),
-             "[0] = 5": lambda t: t.__setitem__(0, 5.0), "through a view": lambda t: t.view(-1)[1:].add_(1),
-             "+= 1": lambda t: t.__iadd__(1), "nn.ReLU(inplace=True)": torch.nn.ReLU(inplace=True)}
-    op, saves = ops[op_name]
-    start = torch.tensor([0.5, -1.0, 2.0], requires_grad=True) * 1
-    with hooks[hook]():
-        out = op(start)
-    edits[edit_name](start if saves == "input" else out)
+    _leaf, out = _edited_after_saving(op_name, edit_name, hook)
     try:
         out.sum().backward()
     except RuntimeError as error:
@@ -4573,12 +4584,59 @@ def backward_raises_whenever_a_saved_version_moved(op_name, edit_name, hook) -> 
 
 
 def test_s10_b7_a_saved_tensor_hook_turns_the_version_check_off(real_claims):
-    names = ["x ** 2 (saves x)", "sin (saves x)", "exp (saves its output)", "sigmoid (saves its output)"]
-    edits = ["add_(1)", "mul_(2)", "zero_()", "[0] = 5", "through a view", "+= 1", "nn.ReLU(inplace=True)"]
-    hooks = ["no hook", "save_on_cpu (a CPU tensor: kept as it is)", "identity hook", "hook packing a copy"]
     replay(real_claims, "reference/glossary", "An operation records the version of each",
-           backward_raises_whenever_a_saved_version_moved, st.sampled_from(sorted(names)),
-           st.sampled_from(sorted(edits)), st.sampled_from(sorted(hooks)), fails_on="hook")
+           backward_raises_whenever_a_saved_version_moved, st.sampled_from(sorted(GLOSSARY_SAVING)),
+           st.sampled_from(sorted(GLOSSARY_EDITS)), st.sampled_from(sorted(GLOSSARY_SAVED_HOOKS)), fails_on="hook")
+
+
+def save_on_cpu_keeps_a_cpu_tensor_itself(op_name, edit_name, hook) -> bool:
+    """r56d-1 I + C, glossary.md (68e5c17:2493): "under a hook that keeps the tensor itself
+    (`save_on_cpu` on a CPU tensor) `backward` uses the new values", read for every
+    save_on_cpu: it gives what the identity hook gives. With pin_memory=True it packs a
+    copy, and backward uses the values saved."""
+    grads = []
+    for kept in (hook, "identity hook"):
+        leaf, out = _edited_after_saving(op_name, edit_name, kept)
+        out.sum().backward()
+        grads.append(leaf.grad)
+    return torch.allclose(*grads)
+
+
+def test_r56d_1_save_on_cpu_with_pinned_memory_packs_a_copy(real_claims):
+    replay(real_claims, "reference/glossary", "(`save_on_cpu()` on a CPU tensor",
+           save_on_cpu_keeps_a_cpu_tensor_itself, st.sampled_from(sorted(GLOSSARY_SAVING)),
+           st.sampled_from(sorted(GLOSSARY_EDITS)),
+           labelled(st.sampled_from(["save_on_cpu (a CPU tensor: kept as it is)",
+                                     "save_on_cpu(pin_memory=True) (packs a copy)"]),
+                    "save_on_cpu() and save_on_cpu(pin_memory=True)"), fails_on="pin_memory=True")
+
+
+def an_empty_output_raises_in_every_mode(x_shape, y_shape, mode) -> bool:
+    """r56d-2 I + C, glossary.md (68e5c17:2306-2307): functional.jacobian "returns it with
+    shape `y.shape + x.shape`, except that an output with no element raises", read for
+    its every mode. In forward mode an empty output gives an empty J, an empty input raises."""
+    import math
+
+    from torch.autograd import functional
+
+    options = {"vectorize": True, "strategy": "forward-mode"} if "forward" in mode else {}
+    try:
+        got = functional.jacobian(lambda t: t.sum() * torch.ones(y_shape, dtype=t.dtype),
+                                  torch.ones(x_shape, dtype=torch.float64), **options)
+    except (RuntimeError, IndexError):
+        return math.prod(y_shape) == 0
+    return math.prod(y_shape) > 0 and tuple(got.shape) == y_shape + x_shape
+
+
+def test_r56d_2_forward_mode_gives_an_empty_output_its_jacobian(real_claims):
+    shapes = st.lists(st.integers(0, 3), max_size=3).map(tuple)
+    replay(real_claims, "reference/glossary", "(in its default reverse mode; in forward mode",
+           an_empty_output_raises_in_every_mode, labelled(shapes, "shapes of x, empty ones too"),
+           labelled(shapes, "shapes of y, empty ones too"),
+           labelled(st.sampled_from(sorted(["default (reverse mode)", "vectorize=True (reverse mode)",
+                                            'strategy="forward-mode"'])),
+                    'jacobian\'s default, vectorize=True and strategy="forward-mode"'),
+           fails_on="forward-mode")
 
 
 # -- s12 refA R3: a fused optimizer's step between two backward passes raises nothing --
