@@ -2493,7 +2493,11 @@ def a_second_backward_always_fails(chain) -> bool:
     """s6, accumulate-zero-and-reuse-gradients.md (f7cafa7:866-867): "A backward pass
     frees the intermediate values the graph saved, so a second backward through the
     same part of the graph fails", of any graph: one that saved nothing runs twice."""
-    out = summed_chain(chain, torch.tensor([0.5, 1.0, 2.0, 3.0], requires_grad=True))
+    return second_backward_raises(summed_chain(chain, torch.tensor([0.5, 1.0, 2.0, 3.0], requires_grad=True)))
+
+
+def second_backward_raises(out) -> bool:
+    """Whether a second backward of ``out``, after a first, raises the second-backward error."""
     out.backward()
     try:
         out.backward()
@@ -8978,3 +8982,22 @@ def test_r44f_1_train_mode_dropout_can_pass_gradcheck(real_claims):
     replay(real_claims, "how-to/check-gradients", "or pass by luck when the masks it compares happen to match",
            train_mode_dropout_fails_gradcheck, labelled(st.sampled_from([0.02, 0.05, 0.1, 0.5]), "p from 0.02 to 0.5"),
            labelled(st.integers(1, 4), "Linear(3, width), width 1 to 4"), labelled(SEEDS, "seeds"), fails_on="")
+
+
+# -- r56c-2: look-up page, a second backward through a compiled sum, by backend ------------
+
+def compiled_both_raise_on_a_second_pass(name, backend) -> bool:
+    """r56c-2 I, look-up-the-questions-people-ask.md (68e5c17:436-437): "compiled, both of
+    them raise", read for any backend. With backend="eager" (dynamo alone, the eager graph)
+    x.sum() saves no tensor and survives the second backward."""
+    torch._dynamo.reset()
+    return second_backward_raises(torch.compile(lambda t: t.sum() if name == "x.sum()" else (10 * t).sum(),
+                                                backend=backend)(torch.ones(2, requires_grad=True)))
+
+
+def test_r56c_2_backend_eager_keeps_x_sum_s_second_pass(real_claims):
+    replay(real_claims, "reference/look-up-the-questions-people-ask", "compiled by the\ndefault backend",
+           compiled_both_raise_on_a_second_pass,
+           labelled(st.sampled_from(["(10 * x).sum()", "x.sum()"]), "x.sum(), (10 * x).sum()"),
+           labelled(st.sampled_from(["inductor", "aot_eager", "eager"]),
+                    "backends inductor (the default), aot_eager and eager"), fails_on="'eager'")
