@@ -242,6 +242,29 @@ def losses_with_linear_terms(draw, terms: st.SearchStrategy[int] = TERM_COUNTS) 
     return Loss(tuple(draw(st.permutations(pool))[: draw(terms)]))
 
 
+def _logits_loss(scores: torch.Tensor, label: float) -> torch.Tensor:
+    return torch.nn.functional.binary_cross_entropy_with_logits(scores, torch.full_like(scores, label))
+
+
+# A GAN's two losses, from the discriminator's scores: (D's loss on real and fake scores, G's loss
+# on fake scores). Two losses of one forward pass G(z) that must not both train G.
+GAN_LOSSES: dict[str, tuple[Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+                            Callable[[torch.Tensor], torch.Tensor]]] = {
+    "binary cross-entropy": (lambda real, fake: _logits_loss(real, 1.0) + _logits_loss(fake, 0.0),
+                             lambda fake: _logits_loss(fake, 1.0)),
+    "Wasserstein": (lambda real, fake: fake.mean() - real.mean(), lambda fake: -fake.mean()),
+}
+
+
+def generator_for(setting: Setting, seed: int) -> tuple[torch.nn.Module, torch.Tensor]:
+    """A GAN's generator G for the discriminator ``setting.model`` (a Linear on the last
+    dimension of its batch), and the noise z that G maps to a batch of fakes."""
+    width = setting.inputs.shape[-1]
+    with seeded(seed):
+        generator = torch.nn.Linear(width, width).to(DTYPE)
+    return generator, _vector(seed, *setting.inputs.shape)
+
+
 AUTOCAST_DTYPES = (torch.float16, torch.bfloat16)
 
 

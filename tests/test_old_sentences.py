@@ -22,6 +22,7 @@ more of them.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import re
 import sys
@@ -1393,9 +1394,42 @@ def a_forward_pass_per_loss_term(setting, loss) -> bool:
 def test_g1_a_forward_pass_per_loss_term_is_another_computation(real_claims):
     from reader_settings import multi_term_losses, train_mode_models
 
-    replay(real_claims, "reference/error-messages", "When several losses come from one forward",
+    replay(real_claims, "reference/error-messages", "When several losses that should all train",
            a_forward_pass_per_loss_term, train_mode_models(), multi_term_losses(st.integers(2, 4)),
            fails_on="(train)")
+
+
+def a_gan_s_two_losses_summed(setting, losses, seed) -> bool:
+    """r56b-3 M, error-messages.md (68e5c17:257-259): "When several losses come from one
+    forward pass, add them and call `backward` once, `(loss_a + loss_b).backward()`",
+    read for a GAN's two losses on `fake = G(z)`: the sum's backward gives G the gradient
+    of the generator's loss. It gives G the discriminator's loss's gradient too."""
+    from reader_settings import GAN_LOSSES, generator_for
+
+    D, real = setting.model, setting.inputs.detach()
+    G, z = generator_for(setting, seed)
+    d_loss_of, g_loss_of = GAN_LOSSES[losses]
+    D.zero_grad(set_to_none=True)
+    try:
+        fake = G(z)
+        d_loss, g_loss = d_loss_of(D(real), D(fake)), g_loss_of(D(fake))
+        alone = torch.autograd.grad(g_loss, list(G.parameters()), retain_graph=True)
+        (d_loss + g_loss).backward()
+        return all(torch.allclose(p.grad, g) for p, g in zip(G.parameters(), alone))
+    finally:
+        D.zero_grad(set_to_none=True)
+
+
+def test_r56b_3_a_gan_s_losses_summed_train_g_on_both(real_claims):
+    from reader_settings import GAN_LOSSES
+
+    replay(real_claims, "reference/error-messages", "A GAN's discriminator loss should not train",
+           a_gan_s_two_losses_summed,
+           labelled(st.one_of(sample_batches(), train_mode_models(), compiled_modules()),
+                    "discriminators: critics on rows (N, F) or images (B, C, H, W), MLPs with Dropout or "
+                    "BatchNorm1d in training mode, compiled MLPs"),
+           labelled(st.sampled_from(sorted(GAN_LOSSES)), "binary cross-entropy and Wasserstein GAN losses"),
+           SEEDS, fails_on="'Wasserstein'")
 
 
 def a_computation_step_updated_under_no_grad(route, seed) -> bool:
@@ -2459,7 +2493,11 @@ def a_second_backward_always_fails(chain) -> bool:
     """s6, accumulate-zero-and-reuse-gradients.md (f7cafa7:866-867): "A backward pass
     frees the intermediate values the graph saved, so a second backward through the
     same part of the graph fails", of any graph: one that saved nothing runs twice."""
-    out = summed_chain(chain, torch.tensor([0.5, 1.0, 2.0, 3.0], requires_grad=True))
+    return second_backward_raises(summed_chain(chain, torch.tensor([0.5, 1.0, 2.0, 3.0], requires_grad=True)))
+
+
+def second_backward_raises(out) -> bool:
+    """Whether a second backward of ``out``, after a first, raises the second-backward error."""
     out.backward()
     try:
         out.backward()
@@ -4512,26 +4550,36 @@ def test_s10_b2_per_sample_gradients_need_the_batch_dimension_for_flatten_too(re
            only_batchnorm_breaks_per_sample_gradients, batch_dimension_models(), fails_on="Flatten")
 
 
+# glossary.md's version-counter check: operations that save their input or output, edits, hooks
+GLOSSARY_SAVED_HOOKS = {
+    "no hook": contextlib.nullcontext,
+    "save_on_cpu (a CPU tensor: kept as it is)": torch.autograd.graph.save_on_cpu,
+    "identity hook": lambda: torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t),
+    "hook packing a copy": lambda: torch.autograd.graph.saved_tensors_hooks(torch.clone, lambda t: t),
+    "save_on_cpu(pin_memory=True) (packs a copy)": lambda: torch.autograd.graph.save_on_cpu(pin_memory=True)}
+GLOSSARY_SAVING = {"x ** 2 (saves x)": (lambda t: t ** 2, "input"), "sin (saves x)": (torch.sin, "input"),
+                   "exp (saves its output)": (torch.exp, "output"),
+                   "sigmoid (saves its output)": (torch.sigmoid, "output")}
+GLOSSARY_EDITS = {"add_(1)": lambda t: t.add_(1), "mul_(2)": lambda t: t.mul_(2), "zero_()": lambda t: t.zero_(),
+                  "[0] = 5": lambda t: t.__setitem__(0, 5.0), "through a view": lambda t: t.view(-1)[1:].add_(1),
+                  "+= 1": lambda t: t.__iadd__(1), "nn.ReLU(inplace=True)": torch.nn.ReLU(inplace=True)}
+
+
+def _edited_after_saving(op_name, edit_name, hook):
+    """The glossary check's setup: a leaf, op saved under the hook, then the edit; the leaf and op's output."""
+    op, saves = GLOSSARY_SAVING[op_name]
+    leaf = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    start = leaf * 1
+    with GLOSSARY_SAVED_HOOKS[hook]():
+        out = op(start)
+    GLOSSARY_EDITS[edit_name](start if saves == "input" else out)
+    return leaf, out
+
+
 def backward_raises_whenever_a_saved_version_moved(op_name, edit_name, hook) -> bool:
     """s10 refB B7, glossary.md (version counter): "`backward` raises if the version
     has moved since", unconditionally. Under a saved-tensor hook nothing is checked."""
-    import contextlib
-
-    hooks = {"no hook": contextlib.nullcontext,
-             "save_on_cpu (a CPU tensor: kept as it is)": torch.autograd.graph.save_on_cpu,
-             "identity hook": lambda: torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t),
-             "hook packing a copy": lambda: torch.autograd.graph.saved_tensors_hooks(torch.clone, lambda t: t)}
-    ops = {"x ** 2 (saves x)": (lambda t: t ** 2, "input"), "sin (saves x)": (torch.sin, "input"),
-           "exp (saves its output)": (torch.exp, "output"),
-           "sigmoid (saves its output)": (torch.sigmoid, "output")}
-    edits = {"add_(1)": lambda t: t.add_(1), "mul_(2)": lambda t: t.mul_(2), "zero_()": lambda t: t.zero_(),
-             "[0] = 5": lambda t: t.__setitem__(0, 5.0), "through a view": lambda t: t.view(-1)[1:].add_(1),
-             "+= 1": lambda t: t.__iadd__(1), "nn.ReLU(inplace=True)": torch.nn.ReLU(inplace=True)}
-    op, saves = ops[op_name]
-    start = torch.tensor([0.5, -1.0, 2.0], requires_grad=True) * 1
-    with hooks[hook]():
-        out = op(start)
-    edits[edit_name](start if saves == "input" else out)
+    _leaf, out = _edited_after_saving(op_name, edit_name, hook)
     try:
         out.sum().backward()
     except RuntimeError as error:
@@ -4540,12 +4588,59 @@ def backward_raises_whenever_a_saved_version_moved(op_name, edit_name, hook) -> 
 
 
 def test_s10_b7_a_saved_tensor_hook_turns_the_version_check_off(real_claims):
-    names = ["x ** 2 (saves x)", "sin (saves x)", "exp (saves its output)", "sigmoid (saves its output)"]
-    edits = ["add_(1)", "mul_(2)", "zero_()", "[0] = 5", "through a view", "+= 1", "nn.ReLU(inplace=True)"]
-    hooks = ["no hook", "save_on_cpu (a CPU tensor: kept as it is)", "identity hook", "hook packing a copy"]
     replay(real_claims, "reference/glossary", "An operation records the version of each",
-           backward_raises_whenever_a_saved_version_moved, st.sampled_from(sorted(names)),
-           st.sampled_from(sorted(edits)), st.sampled_from(sorted(hooks)), fails_on="hook")
+           backward_raises_whenever_a_saved_version_moved, st.sampled_from(sorted(GLOSSARY_SAVING)),
+           st.sampled_from(sorted(GLOSSARY_EDITS)), st.sampled_from(sorted(GLOSSARY_SAVED_HOOKS)), fails_on="hook")
+
+
+def save_on_cpu_keeps_a_cpu_tensor_itself(op_name, edit_name, hook) -> bool:
+    """r56d-1 I + C, glossary.md (68e5c17:2493): "under a hook that keeps the tensor itself
+    (`save_on_cpu` on a CPU tensor) `backward` uses the new values", read for every
+    save_on_cpu: it gives what the identity hook gives. With pin_memory=True it packs a
+    copy, and backward uses the values saved."""
+    grads = []
+    for kept in (hook, "identity hook"):
+        leaf, out = _edited_after_saving(op_name, edit_name, kept)
+        out.sum().backward()
+        grads.append(leaf.grad)
+    return torch.allclose(*grads)
+
+
+def test_r56d_1_save_on_cpu_with_pinned_memory_packs_a_copy(real_claims):
+    replay(real_claims, "reference/glossary", "(`save_on_cpu()` on a CPU tensor",
+           save_on_cpu_keeps_a_cpu_tensor_itself, st.sampled_from(sorted(GLOSSARY_SAVING)),
+           st.sampled_from(sorted(GLOSSARY_EDITS)),
+           labelled(st.sampled_from(["save_on_cpu (a CPU tensor: kept as it is)",
+                                     "save_on_cpu(pin_memory=True) (packs a copy)"]),
+                    "save_on_cpu() and save_on_cpu(pin_memory=True)"), fails_on="pin_memory=True")
+
+
+def an_empty_output_raises_in_every_mode(x_shape, y_shape, mode) -> bool:
+    """r56d-2 I + C, glossary.md (68e5c17:2306-2307): functional.jacobian "returns it with
+    shape `y.shape + x.shape`, except that an output with no element raises", read for
+    its every mode. In forward mode an empty output gives an empty J, an empty input raises."""
+    import math
+
+    from torch.autograd import functional
+
+    options = {"vectorize": True, "strategy": "forward-mode"} if "forward" in mode else {}
+    try:
+        got = functional.jacobian(lambda t: t.sum() * torch.ones(y_shape, dtype=t.dtype),
+                                  torch.ones(x_shape, dtype=torch.float64), **options)
+    except (RuntimeError, IndexError):
+        return math.prod(y_shape) == 0
+    return math.prod(y_shape) > 0 and tuple(got.shape) == y_shape + x_shape
+
+
+def test_r56d_2_forward_mode_gives_an_empty_output_its_jacobian(real_claims):
+    shapes = st.lists(st.integers(0, 3), max_size=3).map(tuple)
+    replay(real_claims, "reference/glossary", "(in its default reverse mode; in forward mode",
+           an_empty_output_raises_in_every_mode, labelled(shapes, "shapes of x, empty ones too"),
+           labelled(shapes, "shapes of y, empty ones too"),
+           labelled(st.sampled_from(sorted(["default (reverse mode)", "vectorize=True (reverse mode)",
+                                            'strategy="forward-mode"'])),
+                    'jacobian\'s default, vectorize=True and strategy="forward-mode"'),
+           fails_on="forward-mode")
 
 
 # -- s12 refA R3: a fused optimizer's step between two backward passes raises nothing --
@@ -7036,19 +7131,38 @@ def options_change_J_only_up_to_rounding(fn, chunk) -> bool:
     from torch.autograd import functional
 
     f, at = ((torch.sqrt, [0.0, 1.0, 4.0]) if fn == "sqrt at a zero entry" else
+             (lambda t: t.clamp(min=torch.zeros_like(t)), [0.0, 1.0, -1.0]) if fn == CLAMP_AT_BOUND else
              (lambda t: t.relu().sqrt(), [-1.0, 1.0, 4.0])) if isinstance(fn, str) else (fn, None)
     at = fn.point() if at is None else torch.tensor(at, dtype=torch.float64)
     forward = functional.jacobian(f, at, vectorize=True, strategy="forward-mode")
     return torch.allclose(forward, functional.jacobian(f, at), atol=1e-10, equal_nan=True)
 
 
+CLAMP_AT_BOUND = "clamp(x, min=m) with a tensor m, at entries x == m"
+OPTIONS_OUTSIDE = labelled(st.sampled_from(["sqrt at a zero entry", "sqrt(relu(x)) at a negative entry", CLAMP_AT_BOUND]),
+                           "sqrt at a zero entry, sqrt(relu(x)) at a negative entry, clamp(x, min=m) at m")
+
+
 def test_r32g_5_an_infinite_derivative_changes_J_by_more_than_rounding(real_claims):
     replay(real_claims, "reference/differentiation-apis", "Two options change how $J$ is computed, and, where",
-           options_change_J_only_up_to_rounding,
-           st.one_of(vector_maps(), labelled(st.sampled_from(["sqrt at a zero entry",
-                                                              "sqrt(relu(x)) at a negative entry"]),
-                                             "sqrt at a zero entry, sqrt(relu(x)) at a negative entry")),
+           options_change_J_only_up_to_rounding, st.one_of(vector_maps(), OPTIONS_OUTSIDE),
            labelled(st.integers(1, 3), "chunk sizes 1 to 3"), fails_on="sqrt")
+
+
+def options_change_J_only_up_to_rounding_where_derivatives_are_finite(fn, chunk) -> bool:
+    """r56a-3 I + C, differentiation-apis.md (68e5c17:3531-3532): "where every operation `f`
+    runs has a finite derivative, its value only up to rounding": a kink has finite
+    one-sided derivatives, yet at clamp's tensor bound the forward-mode J gives 0 where the
+    reverse-mode one gives 1. sqrt at 0 has an infinite one: the old sentence left it out."""
+    return fn in ("sqrt at a zero entry", "sqrt(relu(x)) at a negative entry") or (
+        options_change_J_only_up_to_rounding(fn, chunk))
+
+
+def test_r56a_3_a_kink_changes_J_by_more_than_rounding(real_claims):
+    replay(real_claims, "reference/differentiation-apis", "Two options change how $J$ is computed, and, where",
+           options_change_J_only_up_to_rounding_where_derivatives_are_finite,
+           st.one_of(vector_maps(), OPTIONS_OUTSIDE), labelled(st.integers(1, 3), "chunk sizes 1 to 3"),
+           fails_on="clamp")
 
 
 def test_r32g_5_jacfwd_and_jacrev_differ_where_f_is_differentiable(real_claims):
@@ -7063,7 +7177,7 @@ def test_r32g_5_jacfwd_and_jacrev_differ_where_f_is_differentiable(real_claims):
     assert bool(torch.func.jacfwd(f)(at)[0].isnan().all())
     assert not _records_quoting(real_claims, "reference/differentiation-apis", "and `f` is differentiable at `x`")
     [record] = [r for r in _records_quoting(real_claims, "reference/differentiation-apis",
-                                            "Where both run and every operation `f` runs has a finite derivative")
+                                            "Where both run and every operation `f` runs is differentiable with a finite derivative")
                 if r["check"] == "check_property"]
     assert any("sqrt(relu(x))" in family for family in record["families"]), record["families"]
 
@@ -9065,3 +9179,22 @@ def test_r56e_1_lbfgs_moves_a_frozen_parameter_whose_grad_is_none(real_claims):
     replay(real_claims, "how-to/stop-gradients", "(LBFGS can move it even then",
            the_optimizer_skips_a_frozen_none, small_networks(batchnorm=False),
            labelled(st.integers(1, 3), "training steps before freezing, from 1 to 3"), fails_on="Linear")
+
+
+# -- r56c-2: look-up page, a second backward through a compiled sum, by backend ------------
+
+def compiled_both_raise_on_a_second_pass(name, backend) -> bool:
+    """r56c-2 I, look-up-the-questions-people-ask.md (68e5c17:436-437): "compiled, both of
+    them raise", read for any backend. With backend="eager" (dynamo alone, the eager graph)
+    x.sum() saves no tensor and survives the second backward."""
+    torch._dynamo.reset()
+    return second_backward_raises(torch.compile(lambda t: t.sum() if name == "x.sum()" else (10 * t).sum(),
+                                                backend=backend)(torch.ones(2, requires_grad=True)))
+
+
+def test_r56c_2_backend_eager_keeps_x_sum_s_second_pass(real_claims):
+    replay(real_claims, "reference/look-up-the-questions-people-ask", "compiled by the\ndefault backend",
+           compiled_both_raise_on_a_second_pass,
+           labelled(st.sampled_from(["(10 * x).sum()", "x.sum()"]), "x.sum(), (10 * x).sum()"),
+           labelled(st.sampled_from(["inductor", "aot_eager", "eager"]),
+                    "backends inductor (the default), aot_eager and eager"), fails_on="'eager'")
