@@ -3824,10 +3824,41 @@ def no_loss_of_an_input_derivative_trains_through_compile(setting) -> bool:
     return False
 
 
+PINN_TRAINING_ACTIVATIONS = ("Tanh", "Softplus", "GELU")
+
+
 def test_s7_m1_a_compiled_loss_with_torch_func_derivatives_trains(real_claims):
+    from compiled_pinn_loss import pinn_networks
+
     replay(real_claims, PINN_PAGE, "or compile the whole loss with the derivatives taken by `torch.func`",
            no_loss_of_an_input_derivative_trains_through_compile,
-           multi_feature_inputs(features=st.integers(2, 3)), fails_on="tanh MLP")
+           pinn_networks(features=st.integers(2, 3), activations=PINN_TRAINING_ACTIVATIONS), fails_on=" MLP")
+
+
+def compiled_torch_func_loss_trains_on_the_points(setting, points) -> bool:
+    """r56g-4, -5: "compile the whole loss with the derivatives taken by `torch.func`
+    inside it: that loss trains, with the gradients of eager mode", of any network and
+    any points (run in a fresh process: a failed compilation breaks later ones)."""
+    from compiled_pinn_loss import compile_error_in_a_fresh_process
+
+    return compile_error_in_a_fresh_process(setting.model, points) == ""
+
+
+def test_r56g_4_a_compiled_torch_func_loss_raises_for_a_silu_network(real_claims):
+    from compiled_pinn_loss import pinn_networks
+
+    replay(real_claims, PINN_PAGE, "On torch 2.13 its compilation raises for a `SiLU`",
+           lambda setting: compiled_torch_func_loss_trains_on_the_points(setting, setting.inputs.detach()),
+           pinn_networks(features=st.integers(2, 3), activations=("SiLU",)), fails_on="SiLU MLP")
+
+
+def test_r56g_5_a_compiled_torch_func_loss_raises_on_a_column_slice(real_claims):
+    from compiled_pinn_loss import column_slice, pinn_networks
+
+    replay(real_claims, PINN_PAGE, "and for points that are a column slice such",
+           lambda setting: compiled_torch_func_loss_trains_on_the_points(setting, column_slice(setting.inputs.detach())),
+           pinn_networks(features=st.integers(2, 3), activations=PINN_TRAINING_ACTIVATIONS),
+           fails_on=" MLP")
 
 
 def separate_jacrev_call_differentiates_the_u_of_net(setting) -> bool:
