@@ -519,6 +519,25 @@ def test_e2_log_softmax_overflows_when_the_logits_spread_past_their_dtype(real_c
            fails_on="")
 
 
+def log_softmax_finite_while_the_float32_spread_is(logits, dtype, fraction) -> bool:
+    """r56g-3 C, debug-nan-and-wrong-gradients.md (68e5c17:1156-1158): the check on drawn
+    logits cast them to float32, so "finite in the logits' dtype" read as "finite in
+    float32" passed it; float16 logits whose spread passes 65504 give -inf."""
+    spread, middle = logits.max() - logits.min(), (logits.max() + logits.min()) / 2
+    scaled = (logits - middle) / spread * fraction * torch.finfo(dtype).max if spread > 0 else logits
+    z = scaled.to(dtype)
+    return bool(torch.isfinite(torch.log_softmax(z, -1)).all()) == bool(
+        torch.isfinite(z.float().max() - z.float().min()))
+
+
+def test_r56g_3_log_softmax_on_drawn_logits_in_float16(real_claims):
+    replay(real_claims, "how-to/debug-nan-and-wrong-gradients", "it stays finite while the largest logit minus",
+           log_softmax_finite_while_the_float32_spread_is, points(n=st.integers(2, 6)),
+           labelled(st.sampled_from([torch.float32, torch.float16, torch.bfloat16]), "dtypes of the logits"),
+           labelled(st.sampled_from((1e-3, 0.5, 0.9, 1.2, 1.8)), "spreads as a fraction of the dtype's largest value"),
+           fails_on="torch.float16")
+
+
 class Double(torch.autograd.Function):
     """error-messages.md's Double, rewritten with setup_context: no vmap rule, no jvp."""
     @staticmethod
