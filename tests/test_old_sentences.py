@@ -6772,7 +6772,7 @@ def refused_unless_through_out_or_in_the_batch_norm_kernel(change, transform="gr
 
 def test_s35a_3_the_transforms_run_a_foreach_write(real_claims):
     replay_on_the_captured_change_sentences(real_claims, refused_unless_through_out_or_in_the_batch_norm_kernel,
-                                            "[b]")
+                                            "foreach")
 
 
 # -- s35c-5: the transforms run a stateful optimizer's foreach step, not only SGD's --
