@@ -520,6 +520,25 @@ def test_e2_log_softmax_overflows_when_the_logits_spread_past_their_dtype(real_c
            fails_on="")
 
 
+def log_softmax_finite_while_the_float32_spread_is(logits, dtype, fraction) -> bool:
+    """r56g-3 C, debug-nan-and-wrong-gradients.md (68e5c17:1156-1158): the check on drawn
+    logits cast them to float32, so "finite in the logits' dtype" read as "finite in
+    float32" passed it; float16 logits whose spread passes 65504 give -inf."""
+    spread, middle = logits.max() - logits.min(), (logits.max() + logits.min()) / 2
+    scaled = (logits - middle) / spread * fraction * torch.finfo(dtype).max if spread > 0 else logits
+    z = scaled.to(dtype)
+    return bool(torch.isfinite(torch.log_softmax(z, -1)).all()) == bool(
+        torch.isfinite(z.float().max() - z.float().min()))
+
+
+def test_r56g_3_log_softmax_on_drawn_logits_in_float16(real_claims):
+    replay(real_claims, "how-to/debug-nan-and-wrong-gradients", "it stays finite while the largest logit minus",
+           log_softmax_finite_while_the_float32_spread_is, points(n=st.integers(2, 6)),
+           labelled(st.sampled_from([torch.float32, torch.float16, torch.bfloat16]), "dtypes of the logits"),
+           labelled(st.sampled_from((1e-3, 0.5, 0.9, 1.2, 1.8)), "spreads as a fraction of the dtype's largest value"),
+           fails_on="torch.float16")
+
+
 class Double(torch.autograd.Function):
     """error-messages.md's Double, rewritten with setup_context: no vmap rule, no jvp."""
     @staticmethod
@@ -3862,10 +3881,41 @@ def no_loss_of_an_input_derivative_trains_through_compile(setting) -> bool:
     return False
 
 
+PINN_TRAINING_ACTIVATIONS = ("Tanh", "Softplus", "GELU")
+
+
 def test_s7_m1_a_compiled_loss_with_torch_func_derivatives_trains(real_claims):
+    from compiled_pinn_loss import pinn_networks
+
     replay(real_claims, PINN_PAGE, "or compile the whole loss with the derivatives taken by `torch.func`",
            no_loss_of_an_input_derivative_trains_through_compile,
-           multi_feature_inputs(features=st.integers(2, 3)), fails_on="tanh MLP")
+           pinn_networks(features=st.integers(2, 3), activations=PINN_TRAINING_ACTIVATIONS), fails_on=" MLP")
+
+
+def compiled_torch_func_loss_trains_on_the_points(setting, points) -> bool:
+    """r56g-4, -5: "compile the whole loss with the derivatives taken by `torch.func`
+    inside it: that loss trains, with the gradients of eager mode", of any network and
+    any points (run in a fresh process: a failed compilation breaks later ones)."""
+    from compiled_pinn_loss import compile_error_in_a_fresh_process
+
+    return compile_error_in_a_fresh_process(setting.model, points) == ""
+
+
+def test_r56g_4_a_compiled_torch_func_loss_raises_for_a_silu_network(real_claims):
+    from compiled_pinn_loss import pinn_networks
+
+    replay(real_claims, PINN_PAGE, "On torch 2.13 its compilation raises for a `SiLU`",
+           lambda setting: compiled_torch_func_loss_trains_on_the_points(setting, setting.inputs.detach()),
+           pinn_networks(features=st.integers(2, 3), activations=("SiLU",)), fails_on="SiLU MLP")
+
+
+def test_r56g_5_a_compiled_torch_func_loss_raises_on_a_column_slice(real_claims):
+    from compiled_pinn_loss import column_slice, pinn_networks
+
+    replay(real_claims, PINN_PAGE, "and for points that are a column slice such",
+           lambda setting: compiled_torch_func_loss_trains_on_the_points(setting, column_slice(setting.inputs.detach())),
+           pinn_networks(features=st.integers(2, 3), activations=PINN_TRAINING_ACTIVATIONS),
+           fails_on=" MLP")
 
 
 def separate_jacrev_call_differentiates_the_u_of_net(setting) -> bool:
@@ -6817,7 +6867,7 @@ def refused_unless_through_out_or_in_the_batch_norm_kernel(change, transform="gr
 
 def test_s35a_3_the_transforms_run_a_foreach_write(real_claims):
     replay_on_the_captured_change_sentences(real_claims, refused_unless_through_out_or_in_the_batch_norm_kernel,
-                                            "[b]")
+                                            "foreach")
 
 
 # -- s35c-5: the transforms run a stateful optimizer's foreach step, not only SGD's --
