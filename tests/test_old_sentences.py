@@ -4665,32 +4665,79 @@ def test_r56d_1_save_on_cpu_with_pinned_memory_packs_a_copy(real_claims):
                     "save_on_cpu() and save_on_cpu(pin_memory=True)"), fails_on="pin_memory=True")
 
 
-def an_empty_output_raises_in_every_mode(x_shape, y_shape, mode) -> bool:
-    """r56d-2 I + C, glossary.md (68e5c17:2306-2307): functional.jacobian "returns it with
-    shape `y.shape + x.shape`, except that an output with no element raises", read for
-    its every mode. In forward mode an empty output gives an empty J, an empty input raises."""
+GLOSSARY_JACOBIAN_FUNCTIONS = {"t.sum() * ones(y_shape)": lambda t, y_shape: t.sum() * torch.ones(y_shape, dtype=t.dtype),
+                               "t * 2 (y shaped like x)": lambda t, y_shape: t * 2}
+
+
+def _jacobian_shape_unless_empty(empty_side, x_shape, y_shape, mode, f_name) -> bool:
+    """functional.jacobian(f) has shape y.shape + x.shape, and raises exactly where the
+    shape ``empty_side(x_shape, y_shape, mode)`` has no element."""
     import math
 
     from torch.autograd import functional
 
     options = {"vectorize": True, "strategy": "forward-mode"} if "forward" in mode else {}
+    y_shape = y_shape if "sum" in f_name else x_shape
+    raises = math.prod(empty_side(x_shape, y_shape, mode)) == 0
     try:
-        got = functional.jacobian(lambda t: t.sum() * torch.ones(y_shape, dtype=t.dtype),
+        got = functional.jacobian(lambda t: GLOSSARY_JACOBIAN_FUNCTIONS[f_name](t, y_shape),
                                   torch.ones(x_shape, dtype=torch.float64), **options)
     except (RuntimeError, IndexError):
-        return math.prod(y_shape) == 0
-    return math.prod(y_shape) > 0 and tuple(got.shape) == y_shape + x_shape
+        return raises
+    return not raises and tuple(got.shape) == y_shape + x_shape
+
+
+def an_empty_output_raises_in_every_mode(x_shape, y_shape, mode, f_name) -> bool:
+    """r56d-2 I + C, glossary.md (68e5c17:2306-2307): functional.jacobian "returns it with
+    shape `y.shape + x.shape`, except that an output with no element raises", read for
+    its every mode. In forward mode an empty output gives an empty J, an empty input raises."""
+    return _jacobian_shape_unless_empty(lambda x, y, mode: y, x_shape, y_shape, mode, f_name)
+
+
+def an_empty_input_raises_in_forward_mode(x_shape, y_shape, mode, f_name) -> bool:
+    """n56a-1 E + n56a-2 C, glossary.md (53d2a84:2340): "(in its default reverse mode; in
+    forward mode, an input with no element)" raises. An elementwise f (t * 2) runs on an
+    empty input in forward mode; only an f that sums it, as the old check's, raises."""
+    return _jacobian_shape_unless_empty(lambda x, y, mode: x if "forward" in mode else y,
+                                        x_shape, y_shape, mode, f_name)
+
+
+def _glossary_jacobian_families():
+    shapes = st.lists(st.integers(0, 3), max_size=3).map(tuple)
+    return (labelled(shapes, "shapes of x, empty ones too"), labelled(shapes, "shapes of y, empty ones too"),
+            labelled(st.sampled_from(sorted(["default (reverse mode)", "vectorize=True (reverse mode)",
+                                             'strategy="forward-mode"'])),
+                     'jacobian\'s default, vectorize=True and strategy="forward-mode"'),
+            labelled(st.sampled_from(sorted(GLOSSARY_JACOBIAN_FUNCTIONS)), "f: t.sum() * ones(y_shape), or t * 2"))
 
 
 def test_r56d_2_forward_mode_gives_an_empty_output_its_jacobian(real_claims):
-    shapes = st.lists(st.integers(0, 3), max_size=3).map(tuple)
     replay(real_claims, "reference/glossary", "(in its default reverse mode; in forward mode",
-           an_empty_output_raises_in_every_mode, labelled(shapes, "shapes of x, empty ones too"),
-           labelled(shapes, "shapes of y, empty ones too"),
-           labelled(st.sampled_from(sorted(["default (reverse mode)", "vectorize=True (reverse mode)",
-                                            'strategy="forward-mode"'])),
-                    'jacobian\'s default, vectorize=True and strategy="forward-mode"'),
-           fails_on="forward-mode")
+           an_empty_output_raises_in_every_mode, *_glossary_jacobian_families(), fails_on="forward-mode")
+
+
+def test_n56a_1_forward_mode_runs_an_elementwise_f_on_an_empty_input(real_claims):
+    replay(real_claims, "reference/glossary", "(in its default reverse mode; in forward mode",
+           an_empty_input_raises_in_forward_mode, *_glossary_jacobian_families(), fails_on="t * 2")
+
+
+def linearizing_the_forward_gives_the_module_s_output(setting) -> bool:
+    """n56a-3 I, differentiation-apis.md (53d2a84:3132): "for `m.compile()`, linearize
+    `m.forward`", read as linearizing m: m.forward skips m's forward hooks."""
+    m = copy.deepcopy(setting.model._orig_mod)
+    m.register_forward_hook(lambda module, args, output: 2 * output)
+    m.compile(backend="inductor" if setting.name.startswith("inductor-") else "aot_eager")
+    at = setting.inputs.detach()
+    try:
+        return torch.allclose(torch.func.linearize(m.forward, at)[0], m(at))
+    finally:
+        torch._dynamo.reset()
+
+
+def test_n56a_3_linearizing_m_forward_skips_its_hooks(real_claims):
+    replay(real_claims, "reference/differentiation-apis", "(`m.forward` skips m's forward hooks)",
+           linearizing_the_forward_gives_the_module_s_output, compiled_modules_with_inductor(),
+           fails_on="compiled")
 
 
 # -- s12 refA R3: a fused optimizer's step between two backward passes raises nothing --
@@ -9096,18 +9143,19 @@ def an_input_returned_skips_the_region(breaks, alias) -> bool:
     as the region left out of its backward: an input the region changed in place is
     itself, its grad_fn a CopyBackwards over the region's CompiledFunctionBackward."""
     def body(x):  # the graph breaks split the region before x is returned: left out
-        return (x + 1).sum(), (x.mul_(2) if "in place" in alias else x)
+        return (x + 1).sum(), ((x[0:2] if alias.startswith("x[0:2]") else x).mul_(2) if "in place" in alias else x)
 
     torch._dynamo.reset()
     x = torch.ones(3, requires_grad=True).clone()
-    _out, returned = torch.compile(body)(x)
-    edges = [node.name() for node, _ in returned.grad_fn.next_functions if node is not None]
+    torch.compile(body)(x)
+    edges = [node.name() for node, _ in x.grad_fn.next_functions if node is not None]
     torch._dynamo.reset()
     return "CompiledFunctionBackward" not in edges
 
 
 def test_r49a_1_an_input_changed_in_place_runs_the_region(real_claims):
-    aliases = ["x.view(3, 1)", "x[0:2]", "x.view(3, 1).t()", "x itself", "x.mul_(2), x changed in place"]
+    aliases = ["x.view(3, 1)", "x[0:2]", "x.view(3, 1).t()", "x itself", "x.mul_(2), x changed in place",
+               "x[0:2].mul_(2), x changed in place"]
     replay(real_claims, "reference/glossary", "AOTAutograd The part of `torch.compile`'s default backend",
            an_input_returned_skips_the_region, labelled(st.integers(0, 2), "0 to 2 graph breaks"),
            labelled(st.sampled_from(sorted(aliases)), "x, a view of x, or x changed in place also returned"),
