@@ -1451,6 +1451,44 @@ def test_r56b_3_a_gan_s_losses_summed_train_g_on_both(real_claims):
            SEEDS, fails_on="'Wasserstein'")
 
 
+def d_stepped_before_the_generator_s_backward(setting, losses, seed) -> bool:
+    """n56b-2 M, error-messages.md (53d2a84:260-261): "call its `backward` and step `D`
+    before the generator's `backward`", read with both losses computed first: the step
+    changes D's weights, saved by the generator's loss on D(fake), in place, and the
+    generator's backward raises."""
+    from reader_settings import GAN_LOSSES, generator_for
+
+    D, real = setting.model, setting.inputs.detach()
+    G, z = generator_for(setting, seed)
+    d_loss_of, g_loss_of = GAN_LOSSES[losses]
+    D.zero_grad(set_to_none=True)
+    saved_state = {name: value.detach().clone() for name, value in D.state_dict().items()}
+    try:
+        fake = G(z)
+        d_loss, g_loss = d_loss_of(D(real), D(fake.detach())), g_loss_of(D(fake))
+        d_loss.backward()
+        torch.optim.SGD(D.parameters(), lr=0.1).step()
+        g_loss.backward()
+        return True
+    except RuntimeError as error:
+        return "modified by an inplace operation" not in str(error)
+    finally:
+        D.zero_grad(set_to_none=True)
+        D.load_state_dict(saved_state)
+
+
+def test_n56b_2_d_stepped_after_the_generator_s_forward_pass(real_claims):
+    from reader_settings import GAN_LOSSES
+
+    replay(real_claims, "reference/error-messages", "A GAN's discriminator loss should not train",
+           d_stepped_before_the_generator_s_backward,
+           labelled(st.one_of(sample_batches(), train_mode_models(), compiled_modules()),
+                    "discriminators: critics on rows (N, F) or images (B, C, H, W), MLPs with Dropout or "
+                    "BatchNorm1d in training mode, compiled MLPs"),
+           labelled(st.sampled_from(sorted(GAN_LOSSES)), "binary cross-entropy and Wasserstein GAN losses"),
+           SEEDS, fails_on="")
+
+
 def a_computation_step_updated_under_no_grad(route, seed) -> bool:
     """G2, error-messages.md (in-place on a leaf): "**Fix:** update it inside
     `torch.no_grad()`", applied to an in-place step of the computation (x /= 255 in
