@@ -323,6 +323,28 @@ def diagonal_everywhere_exactly_when_elementwise(f: Map, seeds) -> bool:
     return diagonal_everywhere_makes_elementwise(f, seeds)
 
 
+def accumulates_until_reset(fn, seed, reset):
+    """Two backward calls with drawn seeds v1, v2 leave (v1 + v2)ᵀJ; after the reset a
+    third call with v3 leaves v3ᵀJ alone. ``reset`` is "zero_grad" (an optimizer's),
+    "x.grad.zero_()" or "x.grad = None"."""
+    at = fn.point()
+    generator = torch.Generator().manual_seed(seed)
+    seeds = [torch.randn(fn(at).shape, dtype=at.dtype, generator=generator) for _ in range(3)]
+    J_f = torch.autograd.functional.jacobian(fn, at)
+    leaf = at.clone().requires_grad_()
+    for seed_v in seeds[:2]:
+        fn(leaf).backward(seed_v)
+    check_close(leaf.grad, (seeds[0] + seeds[1]) @ J_f, "two calls give the sum of both products")
+    if reset == "zero_grad":
+        torch.optim.SGD([leaf], lr=0.1).zero_grad()
+    elif reset == "x.grad.zero_()":
+        leaf.grad.zero_()
+    else:
+        leaf.grad = None
+    fn(leaf).backward(seeds[2])
+    check_close(leaf.grad, seeds[2] @ J_f, "after the reset, one product")
+
+
 # -- Which leaves backward fills ------------------------------------------------------
 
 @named("graphs with used and unused leaves, with and without inputs=")
