@@ -5,8 +5,8 @@ Through a compiled *module*, ``autograd.grad(..., create_graph=True)`` gives a
 derivative that cannot be differentiated again (``compiled_double_backward``); a
 compiled *loss* that takes its derivatives with ``vmap(jacrev(net))`` and
 ``vmap(hessian(net))`` traces them into its own graph, and its ``backward`` runs (torch 2.13.0: for Tanh,
-Softplus or GELU networks on contiguous points; with SiLU, or on a column slice, the
-compilation raises, see ``compile_error_in_a_fresh_process``).
+Softplus or GELU networks on contiguous points; with SiLU or Mish, or on non-contiguous
+points, the compilation raises, see ``compile_error_in_a_fresh_process``).
 """
 import copy
 import dataclasses
@@ -68,6 +68,15 @@ def column_slice(points: torch.Tensor) -> torch.Tensor:
     """The points as the first columns of a data tensor with one more column after
     them (a measured u, as in ``data[:, :2]``): the same values, not contiguous."""
     return torch.cat([points, points[:, :1]], dim=1)[:, :points.shape[1]]
+
+
+def transposed(points: torch.Tensor) -> torch.Tensor:
+    """The points as the transpose of a features-by-samples tensor (``data.T``): the
+    same values, not contiguous."""
+    return points.T.contiguous().T
+
+
+NON_CONTIGUOUS = {"column slice": column_slice, "transposed": transposed}
 
 
 def _compile_error(net, points) -> str:
