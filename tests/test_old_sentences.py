@@ -9285,6 +9285,14 @@ def test_r56b_2_kl_batchmean_is_not_the_mean(real_claims):
            labelled(st.booleans(), "log_target either"), labelled(SEEDS, "seeds"), fails_on="")
 
 
+# The families of the clamped weighted mean's check (backpropagate-from-a-non-scalar-output.md)
+CLAMPED_MASKS = (LAYOUTS_44, labelled(st.integers(2, 5), "batch sizes B"),
+                 labelled(st.sampled_from(["none", "one", "some", "all"]),
+                          "0/1 weights keeping no, one, some or all samples"),
+                 labelled(st.booleans(), "(B,) weights viewed, or weights shaped like the loss"),
+                 labelled(SEEDS, "seeds"))
+
+
 def every_process_can_run_the_weighted_mean(layout, rows, kept, shaped_like_loss, seed) -> bool:
     """r56b-4 G, backpropagate-from-a-non-scalar-output.md (68e5c17:1148-1149): "skip such
     a batch before `backward`", the one route given: under DistributedDataParallel every
@@ -9299,10 +9307,25 @@ def every_process_can_run_the_weighted_mean(layout, rows, kept, shaped_like_loss
 def test_r56b_4_a_skipped_batch_desynchronizes_ddp(real_claims):
     replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output",
            "divide by `weights.expand_as(per_sample_loss).sum().clamp(min=1)`",
-           every_process_can_run_the_weighted_mean, LAYOUTS_44, labelled(st.integers(2, 5), "batch sizes B"),
-           labelled(st.sampled_from(["none", "one", "some", "all"]), "0/1 weights keeping no, one, some or all samples"),
-           labelled(st.booleans(), "(B,) weights viewed, or weights shaped like the loss"),
-           labelled(SEEDS, "seeds"), fails_on="'none'")
+           every_process_can_run_the_weighted_mean, *CLAMPED_MASKS, fails_on="'none'")
+
+
+def a_masked_batch_gets_a_zero_gradient(layout, rows, kept, shaped_like_loss, seed) -> bool:
+    """n56c-1 I, backpropagate-from-a-non-scalar-output.md (53d2a84:1185-1186): "gives
+    such a batch a zero gradient", read for every loss: a masked-out inf loss (CTCLoss's
+    for a sample it cannot align) makes the clamped mean and its gradient 0 × inf, nan."""
+    chance = torch.rand(rows, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    chance = chance.index_fill(0, torch.tensor([0]), 0.0).requires_grad_()
+    loss = -chance.log()                                  # inf for the sample it cannot fit
+    mask = torch.zeros(rows, dtype=torch.float64) if kept == "none" else torch.ones(rows, dtype=torch.float64)
+    (grad,) = torch.autograd.grad((loss * mask).sum() / mask.sum().clamp(min=1), chance)
+    return kept != "none" or bool(grad.eq(0).all())
+
+
+def test_n56c_1_a_masked_inf_loss_gives_nan(real_claims):
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output",
+           "divide by `weights.expand_as(per_sample_loss).sum().clamp(min=1)`",
+           a_masked_batch_gets_a_zero_gradient, *CLAMPED_MASKS, fails_on="'none'")
 
 
 def grad_then_f_differs_only_in_cost(setting, seed) -> bool:
@@ -9332,13 +9355,13 @@ def test_r56a_1_grad_then_f_runs_train_mode_layers_twice(real_claims):
 
 # -- r56e-1: stop-gradients.md, "the optimizer skips a parameter whose .grad is None" ----
 
-def the_optimizer_skips_a_frozen_none(net, trained_steps) -> bool:
+def the_optimizer_skips_a_frozen_none(net, trained_steps, given=None, line_search=None) -> bool:
     """r56e-1, stop-gradients.md (68e5c17:1083-1084): "and the optimizer skips a
     parameter whose `.grad` is `None`", read of LBFGS too: trained, then the first layer
     frozen and zero_grad()-ed as the page says, LBFGS still moves it."""
     batch = torch.linspace(-2, 2, 3 * net.in_features, dtype=torch.float64).reshape(3, net.in_features)
     target = torch.tensor([[1.0], [-1.0], [0.5]], dtype=torch.float64)
-    optimizer = torch.optim.LBFGS(net.parameters(), lr=0.5, max_iter=2)
+    optimizer = torch.optim.LBFGS(net.parameters(), lr=0.5, max_iter=2, line_search_fn=line_search)
 
     def closure():
         optimizer.zero_grad()
@@ -9349,15 +9372,32 @@ def the_optimizer_skips_a_frozen_none(net, trained_steps) -> bool:
         optimizer.step(closure)
     net[0].requires_grad_(False)
     optimizer.zero_grad()
+    if given == "the trained parameters":  # n56d-1: the old LBFGS "given only the parameters you train"
+        optimizer.param_groups[0]["params"] = [p for p in net.parameters() if p.requires_grad]
     before = net[0].weight.detach().clone()
     optimizer.step(closure)
     return torch.equal(net[0].weight.detach(), before)
 
 
+# The families of stop-gradients.md's LBFGS check
+LBFGS_FREEZES = (small_networks(batchnorm=False), labelled(st.integers(1, 3), "training steps before freezing, from 1 to 3"),
+                 labelled(st.sampled_from(["every parameter", "the trained parameters"]),
+                          "the new LBFGS given every parameter or only the trained ones"),
+                 labelled(st.sampled_from([None, "strong_wolfe"]), "line_search_fn None or 'strong_wolfe'"))
+
+
 def test_r56e_1_lbfgs_moves_a_frozen_parameter_whose_grad_is_none(real_claims):
     replay(real_claims, "how-to/stop-gradients", "(LBFGS can move it even then",
-           the_optimizer_skips_a_frozen_none, small_networks(batchnorm=False),
-           labelled(st.integers(1, 3), "training steps before freezing, from 1 to 3"), fails_on="Linear")
+           the_optimizer_skips_a_frozen_none, *LBFGS_FREEZES, fails_on="Linear")
+
+
+def test_n56d_1_the_old_lbfgs_given_fewer_parameters_still_moves_it(real_claims):
+    """n56d-1 I, stop-gradients.md (53d2a84:1161, 1522-1523): "give LBFGS only the
+    parameters you train", read as editing the old LBFGS's param_groups: it keeps the
+    parameters and history it was made with, and the frozen weight still moves."""
+    replay(real_claims, "how-to/stop-gradients", "call `zero_grad()` after freezing and, with LBFGS",
+           lambda net, steps, given, line_search: the_optimizer_skips_a_frozen_none(
+               net, steps, "the trained parameters", line_search), *LBFGS_FREEZES, fails_on="Linear")
 
 
 # -- r56c-2: look-up page, a second backward through a compiled sum, by backend ------------
