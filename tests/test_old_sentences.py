@@ -9106,10 +9106,7 @@ def the_version_counts_the_lines_that_changed_it(lines, name) -> bool:
 def test_r44b_6_the_version_counts_in_place_operations(real_claims):
     replay(real_claims, "reference/error-messages", "The message's last clause says which saved tensor changed",
            the_version_counts_the_lines_that_changed_it,
-           labelled(st.lists(st.sampled_from(["h += 1", "h.mul_(1)", "h[0] = 0.", "h[:, 0] += 1",
-                                              "nn.ReLU(inplace=True)(h)"]), min_size=1, max_size=3),
-                    "1 to 3 lines of in-place changes (mul_, +=, index assignment, ReLU(inplace=True), "
-                    "h[:, 0] += 1)"),
+           IN_PLACE_LINES_DRAWN,
            st.sampled_from(["Exp", "Sigmoid", "Tanh"]), fails_on="h[:, 0] += 1")
 
 
@@ -9190,7 +9187,11 @@ def test_r47c_3_linearize_reads_the_buffers_at_its_first_call(real_claims):
 
 # -- r47d-2: error-messages.md, the version counts from the tensor's creation ----------
 
-IN_PLACE_COUNTS = {"h.mul_(1)": 1, "h += 1": 1, "h[0] = 0.": 1, "nn.ReLU(inplace=True)(h)": 1, "h[:, 0] += 1": 2}
+IN_PLACE_COUNTS = {"h.mul_(1)": 1, "h.unsqueeze_(0)": 1, "h += 1": 1, "h[0] = 0.": 1,
+                   "nn.ReLU(inplace=True)(h)": 1, "h[:, 0] += 1": 2}
+IN_PLACE_LINES_DRAWN = labelled(st.lists(st.sampled_from(sorted(IN_PLACE_COUNTS)), min_size=1, max_size=3),
+                                "1 to 3 lines of in-place operations (mul_, unsqueeze_, +=, index assignment, "
+                                "ReLU(inplace=True), h[:, 0] += 1)")
 
 
 def the_version_is_the_changes_after_saving(lines, name) -> bool:
@@ -9209,10 +9210,36 @@ def the_version_is_the_changes_after_saving(lines, name) -> bool:
 def test_r47d_2_the_version_counts_from_the_tensor_s_creation(real_claims):
     replay(real_claims, "reference/error-messages", "The message's last clause says which saved tensor changed",
            the_version_is_the_changes_after_saving,
-           labelled(st.lists(st.sampled_from(sorted(IN_PLACE_COUNTS)), min_size=1, max_size=3),
-                    "1 to 3 lines of in-place changes (mul_, +=, index assignment, ReLU(inplace=True), "
-                    "h[:, 0] += 1)"),
+           IN_PLACE_LINES_DRAWN,
            st.sampled_from(["Exp", "Sigmoid", "Tanh"]), fails_on="nn.ReLU(inplace=True)(h)")
+
+
+# -- m56a-1: error-messages.md, the version counts in-place operations, not writes -----
+
+WRITES = {**IN_PLACE_COUNTS, "h.unsqueeze_(0)": 0}
+
+
+def the_version_difference_counts_the_writes(lines, name) -> bool:
+    """m56a-1 I, error-messages.md (2639d3d:1572-1576): "its version less the expected
+    one counts the in-place writes to it after it was saved", read as values written:
+    h.unsqueeze_(0) writes none and still adds one to the version."""
+    out = getattr(torch, name.lower())(torch.tensor([[0.5, 1.], [-1., 2.]], requires_grad=True))
+    writes = 0
+    for at, line in enumerate(lines):
+        exec(line, {"h": out, "nn": torch.nn})
+        writes = 0 if "ReLU" in line and at < len(lines) - 1 else writes + WRITES[line]
+    try:
+        out.sum().backward()
+    except RuntimeError as error:
+        now, expected = re.search(r"is at version (\d+); expected version (\d+)", str(error)).groups()
+        return int(now) - int(expected) == writes
+    return writes == 0
+
+
+def test_m56a_1_the_version_counts_shape_only_operations_too(real_claims):
+    replay(real_claims, "reference/error-messages", "The message's last clause says which saved tensor changed",
+           the_version_difference_counts_the_writes, IN_PLACE_LINES_DRAWN,
+           st.sampled_from(["Exp", "Sigmoid", "Tanh"]), fails_on="h.unsqueeze_(0)")
 
 
 # -- r47a-3 / r49a-1: glossary.md, an input changed in place in a compiled region --------
