@@ -76,7 +76,21 @@ def transposed(points: torch.Tensor) -> torch.Tensor:
     return points.T.contiguous().T
 
 
-NON_CONTIGUOUS = {"column slice": column_slice, "transposed": transposed}
+def row_step(points: torch.Tensor) -> torch.Tensor:
+    """The points as every second row of a data tensor (``data[::2]``): the same
+    values, not contiguous."""
+    return torch.stack([points, points], dim=1).flatten(0, 1)[::2]
+
+
+def expanded(points: torch.Tensor) -> torch.Tensor:
+    """The first point repeated by ``expand`` (stride 0) over one more row than
+    ``points`` has: not contiguous."""
+    return points[:1].expand(len(points) + 1, -1)
+
+
+NON_CONTIGUOUS = {"column slice": column_slice, "transposed": transposed, "row step": row_step,
+                  "expanded": expanded}
+NON_CONTIGUOUS_WORDS = "a column slice, transposed points, a row step, or an expanded point"
 
 
 def _compile_error(net, points) -> str:

@@ -3946,19 +3946,20 @@ NON_CONTIGUOUS_POINTS = "and for non-contiguous points, such as"
 
 
 def test_r56g_5_a_compiled_torch_func_loss_raises_on_a_column_slice(real_claims):
-    from compiled_pinn_loss import NON_CONTIGUOUS, pinn_networks
+    from compiled_pinn_loss import NON_CONTIGUOUS, NON_CONTIGUOUS_WORDS, pinn_networks
 
     replay(real_claims, PINN_PAGE, NON_CONTIGUOUS_POINTS,
            lambda setting, layout: compiled_torch_func_loss_trains_on_the_points(
                setting, NON_CONTIGUOUS[layout](setting.inputs.detach())),
            pinn_networks(features=st.integers(2, 3), activations=PINN_TRAINING_ACTIVATIONS),
-           labelled(st.sampled_from(sorted(NON_CONTIGUOUS)), "a column slice, or transposed points"),
+           labelled(st.sampled_from(sorted(NON_CONTIGUOUS)), NON_CONTIGUOUS_WORDS),
            fails_on=" MLP")
 
 
 def only_a_column_slice_raises(setting, layout) -> bool:
     """n56e-2: "[its compilation raises] for points that are a column slice such as
-    `data[:, :2]`", read as: other points train. Transposed points raise too."""
+    `data[:, :2]`", read as: other points train. Transposed, row-step and expanded
+    points raise too."""
     from compiled_pinn_loss import NON_CONTIGUOUS
 
     trains = compiled_torch_func_loss_trains_on_the_points(setting, NON_CONTIGUOUS[layout](setting.inputs.detach()))
@@ -3966,12 +3967,12 @@ def only_a_column_slice_raises(setting, layout) -> bool:
 
 
 def test_n56e_2_transposed_points_raise_too(real_claims):
-    from compiled_pinn_loss import NON_CONTIGUOUS, pinn_networks
+    from compiled_pinn_loss import NON_CONTIGUOUS, NON_CONTIGUOUS_WORDS, pinn_networks
 
     replay(real_claims, PINN_PAGE, NON_CONTIGUOUS_POINTS, only_a_column_slice_raises,
            pinn_networks(features=st.integers(2, 3), activations=PINN_TRAINING_ACTIVATIONS),
-           labelled(st.sampled_from(sorted(NON_CONTIGUOUS)), "a column slice, or transposed points"),
-           fails_on="transposed")
+           labelled(st.sampled_from(sorted(NON_CONTIGUOUS)), NON_CONTIGUOUS_WORDS),
+           fails_on="expanded")
 
 
 def separate_jacrev_call_differentiates_the_u_of_net(setting) -> bool:
