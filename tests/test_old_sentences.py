@@ -9105,7 +9105,7 @@ def the_version_counts_the_lines_that_changed_it(lines, name) -> bool:
 
 
 def test_r44b_6_the_version_counts_in_place_operations(real_claims):
-    replay(real_claims, "reference/error-messages", "The message's last clause says which saved tensor changed",
+    replay(real_claims, "reference/error-messages", "The message's last clause says which saved tensor's version moved",
            the_version_counts_the_lines_that_changed_it,
            IN_PLACE_LINES_DRAWN,
            st.sampled_from(["Exp", "Sigmoid", "Tanh"]), fails_on="h[:, 0] += 1")
@@ -9209,7 +9209,7 @@ def the_version_is_the_changes_after_saving(lines, name) -> bool:
 
 
 def test_r47d_2_the_version_counts_from_the_tensor_s_creation(real_claims):
-    replay(real_claims, "reference/error-messages", "The message's last clause says which saved tensor changed",
+    replay(real_claims, "reference/error-messages", "The message's last clause says which saved tensor's version moved",
            the_version_is_the_changes_after_saving,
            IN_PLACE_LINES_DRAWN,
            st.sampled_from(["Exp", "Sigmoid", "Tanh"]), fails_on="nn.ReLU(inplace=True)(h)")
@@ -9238,7 +9238,7 @@ def the_version_difference_counts_the_writes(lines, name) -> bool:
 
 
 def test_m56a_1_the_version_counts_shape_only_operations_too(real_claims):
-    replay(real_claims, "reference/error-messages", "The message's last clause says which saved tensor changed",
+    replay(real_claims, "reference/error-messages", "The message's last clause says which saved tensor's version moved",
            the_version_difference_counts_the_writes, IN_PLACE_LINES_DRAWN,
            st.sampled_from(["Exp", "Sigmoid", "Tanh"]), fails_on="h.unsqueeze_(0)")
 
@@ -9445,3 +9445,32 @@ def test_r56c_2_backend_eager_keeps_x_sum_s_second_pass(real_claims):
            labelled(st.sampled_from(["(10 * x).sum()", "x.sum()"]), "x.sum(), (10 * x).sum()"),
            labelled(st.sampled_from(["inductor", "aot_eager", "eager"]),
                     "backends inductor (the default), aot_eager and eager"), fails_on="'eager'")
+
+
+# -- p56a-1: error-messages.md, a write to another slice of the same tensor counts too ----
+
+def only_writes_to_it_or_its_views_count(dim, saved_pair, write, name) -> bool:
+    """p56a-1 M, error-messages.md (30dc7aa:1572-1576): the version "counts the in-place
+    operations on it or on a view of it", read as only those: a write to v of a fused
+    q, k, v, which overlaps neither saved slice, would then leave backward running."""
+    base = torch.linspace(-1, 1, 36).reshape(6, 6).requires_grad_() * 1
+    slices = [base.narrow(dim, start, 2) for start in (0, 2, 4)]
+    first, second = (slices[i] for i in saved_pair)
+    saved = (getattr(torch, name.lower())(first) if name != "none" else first) * second
+    {"v += 1": lambda v: v.add_(1), "v.mul_(2)": lambda v: v.mul_(2),
+     "v[0] = 0.": lambda v: v.__setitem__(0, 0.)}[write](slices[3 - sum(saved_pair)])
+    try:
+        saved.sum().backward()
+    except RuntimeError:
+        return False
+    return True
+
+
+def test_p56a_1_a_write_to_another_slice_counts(real_claims):
+    replay(real_claims, "reference/error-messages", "slices of one tensor share its counter",
+           only_writes_to_it_or_its_views_count,
+           labelled(st.sampled_from([0, 1]), "q, k, v split along rows or columns"),
+           labelled(st.sampled_from([(0, 1), (0, 2), (1, 2)]), "the two slices saved"),
+           labelled(st.sampled_from(["v += 1", "v.mul_(2)", "v[0] = 0."]), "v += 1, v.mul_(2), v[0] = 0."),
+           labelled(st.sampled_from(["Exp", "Sigmoid", "Tanh", "none"]),
+                    "sigmoid, exp, tanh or nothing before the product"), fails_on="(0, 1)")
