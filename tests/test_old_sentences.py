@@ -9105,7 +9105,7 @@ def the_version_counts_the_lines_that_changed_it(lines, name) -> bool:
 
 
 def test_r44b_6_the_version_counts_in_place_operations(real_claims):
-    replay(real_claims, "reference/error-messages", "The message's last clause says which saved tensor's version moved",
+    replay(real_claims, "reference/error-messages", "The message's last clause names a saved tensor",
            the_version_counts_the_lines_that_changed_it,
            IN_PLACE_LINES_DRAWN,
            st.sampled_from(["Exp", "Sigmoid", "Tanh"]), fails_on="h[:, 0] += 1")
@@ -9209,7 +9209,7 @@ def the_version_is_the_changes_after_saving(lines, name) -> bool:
 
 
 def test_r47d_2_the_version_counts_from_the_tensor_s_creation(real_claims):
-    replay(real_claims, "reference/error-messages", "The message's last clause says which saved tensor's version moved",
+    replay(real_claims, "reference/error-messages", "The message's last clause names a saved tensor",
            the_version_is_the_changes_after_saving,
            IN_PLACE_LINES_DRAWN,
            st.sampled_from(["Exp", "Sigmoid", "Tanh"]), fails_on="nn.ReLU(inplace=True)(h)")
@@ -9238,7 +9238,7 @@ def the_version_difference_counts_the_writes(lines, name) -> bool:
 
 
 def test_m56a_1_the_version_counts_shape_only_operations_too(real_claims):
-    replay(real_claims, "reference/error-messages", "The message's last clause says which saved tensor's version moved",
+    replay(real_claims, "reference/error-messages", "The message's last clause names a saved tensor",
            the_version_difference_counts_the_writes, IN_PLACE_LINES_DRAWN,
            st.sampled_from(["Exp", "Sigmoid", "Tanh"]), fails_on="h.unsqueeze_(0)")
 
@@ -9467,9 +9467,9 @@ def only_writes_to_it_or_its_views_count(dim, saved_pair, write, name) -> bool:
 
 
 def test_p56a_1_a_write_to_another_slice_counts(real_claims):
-    replay(real_claims, "reference/error-messages", "slices of one tensor share its counter",
+    replay(real_claims, "reference/error-messages", "a write to another slice of the same tensor",
            only_writes_to_it_or_its_views_count,
-           labelled(st.sampled_from([0, 1]), "q, k, v split along rows or columns"),
+           labelled(st.sampled_from([0, 1]), "three slices along rows or columns"),
            labelled(st.sampled_from([(0, 1), (0, 2), (1, 2)]), "the two slices saved"),
            labelled(st.sampled_from(["v += 1", "v.mul_(2)", "v[0] = 0."]), "v += 1, v.mul_(2), v[0] = 0."),
            labelled(st.sampled_from(["Exp", "Sigmoid", "Tanh", "none"]),
