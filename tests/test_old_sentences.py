@@ -9447,18 +9447,26 @@ def test_r56c_2_backend_eager_keeps_x_sum_s_second_pass(real_claims):
                     "backends inductor (the default), aot_eager and eager"), fails_on="'eager'")
 
 
-# -- p56a-1: error-messages.md, a write to another slice of the same tensor counts too ----
+# -- p56a-1: error-messages.md, a write to the tensor a slice came from counts too ----------
 
 def only_writes_to_it_or_its_views_count(dim, saved_pair, write, name) -> bool:
     """p56a-1 M, error-messages.md (30dc7aa:1572-1576): the version "counts the in-place
-    operations on it or on a view of it", read as only those: a write to v of a fused
-    q, k, v, which overlaps neither saved slice, would then leave backward running."""
-    base = torch.linspace(-1, 1, 36).reshape(6, 6).requires_grad_() * 1
-    slices = [base.narrow(dim, start, 2) for start in (0, 2, 4)]
+    operations on it or on a view of it", read as only those: a write to another slice
+    of the tensor a saved slice came from, or to that tensor, would leave backward running."""
+    qkv = torch.linspace(-1, 1, 36).reshape(6, 6).requires_grad_() * 1
+
+    def at(k, listed=False):
+        columns = [2 * k, 2 * k + 1] if listed else slice(2 * k, 2 * k + 2)
+        return (slice(None), columns) if dim else (columns,)
+
+    slices = [qkv[at(k)] for k in range(3)]
     first, second = (slices[i] for i in saved_pair)
     saved = (getattr(torch, name.lower())(first) if name != "none" else first) * second
-    {"v += 1": lambda v: v.add_(1), "v.mul_(2)": lambda v: v.mul_(2),
-     "v[0] = 0.": lambda v: v.__setitem__(0, 0.)}[write](slices[3 - sum(saved_pair)])
+    other = 3 - sum(saved_pair)
+    {"v.add_(1)": lambda: slices[other].add_(1), "v[0] = 0.": lambda: slices[other].__setitem__(0, 0.),
+     "qkv[:, 4:] += 1": lambda: qkv.__setitem__(at(other), qkv[at(other)].__iadd__(1)),
+     "qkv[:, [4, 5]] = 0.": lambda: qkv.__setitem__(at(other, listed=True), 0.),
+     "qkv.mul_(2)": lambda: qkv.mul_(2)}[write]()
     try:
         saved.sum().backward()
     except RuntimeError:
@@ -9466,11 +9474,13 @@ def only_writes_to_it_or_its_views_count(dim, saved_pair, write, name) -> bool:
     return True
 
 
-def test_p56a_1_a_write_to_another_slice_counts(real_claims):
-    replay(real_claims, "reference/error-messages", "a write to another slice of the same tensor",
+def test_p56a_1_a_write_to_the_sliced_tensor_counts(real_claims):
+    replay(real_claims, "reference/error-messages", "a slice shares its counter with the tensor",
            only_writes_to_it_or_its_views_count,
-           labelled(st.sampled_from([0, 1]), "three slices along rows or columns"),
+           labelled(st.sampled_from([0, 1]), "three slices of qkv along rows or columns"),
            labelled(st.sampled_from([(0, 1), (0, 2), (1, 2)]), "the two slices saved"),
-           labelled(st.sampled_from(["v += 1", "v.mul_(2)", "v[0] = 0."]), "v += 1, v.mul_(2), v[0] = 0."),
+           labelled(st.sampled_from(["qkv.mul_(2)", "qkv[:, 4:] += 1", "qkv[:, [4, 5]] = 0.", "v.add_(1)",
+                                     "v[0] = 0."]),
+                    "v.add_(1), v[0] = 0. on the third slice; qkv[:, 4:] += 1, qkv[:, [4, 5]] = 0., qkv.mul_(2)"),
            labelled(st.sampled_from(["Exp", "Sigmoid", "Tanh", "none"]),
                     "sigmoid, exp, tanh or nothing before the product"), fails_on="(0, 1)")
