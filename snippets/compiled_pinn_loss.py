@@ -121,6 +121,13 @@ def compile_error_in_a_fresh_process(net, points) -> str:
 
 
 if __name__ == "__main__":
-    case = Path(sys.argv[1])
-    (case.parent / "error.txt").write_text(_compile_error(*torch.load(case, weights_only=False)),
-                                           encoding="utf8")
+    if len(sys.argv) == 2:  # the fresh process of compile_error_in_a_fresh_process
+        case = Path(sys.argv[1])
+        (case.parent / "error.txt").write_text(_compile_error(*torch.load(case, weights_only=False)),
+                                               encoding="utf8")
+    else:  # run on its own: each layout is not contiguous, and keeps the points' values
+        points = torch.randn(4, 2)
+        for layout, arrange in NON_CONTIGUOUS.items():
+            arranged = arrange(points)
+            assert not arranged.is_contiguous(), layout
+            assert torch.equal(arranged, points[:1].expand_as(arranged) if layout == "expanded" else points), layout
