@@ -4253,16 +4253,19 @@ def test_refb_r9_materialize_grads_turns_the_compile_failure_into_zeros(real_cla
 
 # -- refB R3: the retain_graph loop under autocast ------------------------------------
 
-def retained_loop_with_a_step_fails_at_step_2(steps, with_optimizer_step, seed, autocast) -> bool:
+def retained_loop_with_a_step_fails_at_step_2(steps, with_optimizer_step, seed, autocast,
+                                              optimizer_name="SGD") -> bool:
     """refB R3, misconceptions.md: "`optimizer.step()` changes the weight in place, so
     step 2 [...] fails", read for the loop as readers train it, under bfloat16 autocast
-    too: with an optimizer step and three steps or more, it raises."""
+    too: with an optimizer step and three steps or more, it raises. ``optimizer_name``
+    as the page's check draws it ("SGD", "SGD foreach", "Adam fused")."""
     import contextlib
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         cell = torch.nn.Linear(2, 2)
-    optimizer = torch.optim.SGD(cell.parameters(), lr=0.1)
+    name, *how = optimizer_name.split()
+    optimizer = getattr(torch.optim, name)(cell.parameters(), lr=0.1, **{way: True for way in how})
     state = torch.zeros(1, 2)
     around = torch.autocast("cpu", dtype=torch.bfloat16) if autocast != "off" else contextlib.nullcontext()
     try:
@@ -4278,15 +4281,39 @@ def retained_loop_with_a_step_fails_at_step_2(steps, with_optimizer_step, seed, 
     return not with_optimizer_step or steps < 3
 
 
+RETAINED_LOOP = (labelled(st.integers(2, 5), "loop steps from 2 to 5"),
+                 labelled(st.booleans(), "with or without optimizer.step()"),
+                 labelled(st.integers(0, 2**16), "seeds of the cell"),
+                 labelled(st.sampled_from(["off", "around each forward", "around the loop"]),
+                          "bfloat16 autocast: off, around each forward, around the whole loop"),
+                 labelled(st.sampled_from(["SGD", "SGD foreach", "Adam", "SGD fused", "Adam fused",
+                                           "AdamW fused"]),
+                          "optimizers: SGD, SGD foreach, Adam (for-loop); fused SGD, Adam, AdamW"))
+
+
+def sgd_loop_fails_at_step_2(steps, with_optimizer_step, seed, autocast, _optimizer) -> bool:
+    """refB R3's old sentence was of the page's loop, plain SGD: whatever optimizer is drawn."""
+    return retained_loop_with_a_step_fails_at_step_2(steps, with_optimizer_step, seed, autocast)
+
+
 def test_refb_r3_autocast_saves_a_copy_and_the_loop_runs_silently(real_claims):
     replay(real_claims, "reference/misconceptions", "`retain_graph=True`\n  keeps them alive",
-           retained_loop_with_a_step_fails_at_step_2,
-           labelled(st.integers(2, 5), "loop steps from 2 to 5"),
-           labelled(st.booleans(), "with or without optimizer.step()"),
-           labelled(st.integers(0, 2**16), "seeds of the cell"),
-           labelled(st.sampled_from(["off", "around each forward", "around the loop"]),
-                    "bfloat16 autocast: off, around each forward, around the whole loop"),
-           fails_on="around")
+           sgd_loop_fails_at_step_2, *RETAINED_LOOP, fails_on="around")
+
+
+def any_optimizer_fails_once_a_step_changed_a_saved_weight(steps, with_optimizer_step, seed, autocast,
+                                                           optimizer_name) -> bool:
+    """r57e-1, misconceptions.md's summary (57eca8f:1865-1868): "in a loop each
+    `backward` runs back through every earlier step: it fails once an optimizer step
+    has changed a weight an earlier step saved", of any optimizer: without autocast
+    (whose saved copy no step changes), three steps or more with a step raise."""
+    return autocast != "off" or retained_loop_with_a_step_fails_at_step_2(
+        steps, with_optimizer_step, seed, autocast, optimizer_name)
+
+
+def test_r57e_1_a_fused_step_changes_the_saved_weight_and_the_loop_runs_on(real_claims):
+    replay(real_claims, "reference/misconceptions", "`retain_graph=True`\n  keeps them alive",
+           any_optimizer_fails_once_a_step_changed_a_saved_weight, *RETAINED_LOOP, fails_on="fused")
 
 
 # -- s10 howtoB: a Function inside a network, no_grad views, linearize, attention -----
