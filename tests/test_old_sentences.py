@@ -2585,6 +2585,38 @@ def test_s6_inference_mode_views_of_normal_tensors_stay_normal(real_claims):
            fails_on="t")
 
 
+# -- r57e-2: stop-gradients.md, a conversion with nothing to do returns its input ----------
+
+from conversions import CONVERSIONS, conversion_families, prediction  # noqa: E402
+
+
+def every_output_of_the_blocks_is_new(old_mode):
+    """r57e-2 M, stop-gradients.md (57eca8f:53-54, 411, 1535): no_grad gives "outputs with
+    `requires_grad=False` (views of inputs that require grad, and tensors changed in place,
+    aside) | fine, as constants", and inference_mode "*inference tensors* (views of normal
+    tensors aside)", of every operation in the block. A conversion with nothing to do
+    (`pred.float()` of a float32 pred) returns pred itself, graph and all."""
+    def holds(way, kind, mode) -> bool:
+        _leaf, pred = prediction(kind)
+        with getattr(torch, mode)():
+            out = CONVERSIONS[way](pred)
+        if mode != old_mode:
+            return True  # the other block's sentence
+        return out.is_inference() if mode == "inference_mode" else not out.requires_grad
+    return holds
+
+
+@pytest.mark.parametrize("quote, old_mode", [
+    ("Under `no_grad` (and `inference_mode`), a conversion that has nothing to do", "no_grad"),
+    ("Under `no_grad` (and `inference_mode`), a conversion that has nothing to do", "inference_mode"),
+    ("and an input a conversion returns unchanged, aside)", "inference_mode"),
+    ("; a conversion with nothing to do, such as `.float()` of a float32 tensor", "no_grad"),
+])
+def test_r57e_2_a_conversion_with_nothing_to_do_is_its_input(real_claims, quote, old_mode):
+    replay(real_claims, "how-to/stop-gradients", quote, every_output_of_the_blocks_is_new(old_mode),
+           *conversion_families(), fails_on=f"'x.contiguous()', 'float32', '{old_mode}'")
+
+
 # -- s6-g: audit rows #13 and #18, and the inner jacfwd's randomness (s5 how-to 3-5) --
 
 from families import linear_maps, seed_batches  # noqa: E402
