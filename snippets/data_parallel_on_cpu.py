@@ -96,3 +96,10 @@ if __name__ == "__main__":
         assert any("all input tensors were scalars" in message for message in run.warnings), run.warnings
         print(f"a batch of {batch} on {devices} devices: {run.chunks} chunks, loss of shape {tuple(run.loss.shape)}")
     assert not hasattr(torch._C, "_scatter") and not hasattr(torch._C, "_gather")
+
+
+def one_loss_per_chunk(batch: int, devices: int) -> bool:
+    """r57b-2: ``DataParallel.forward`` as PyTorch has it returns as many losses as
+    the scatter cut chunks, which can be fewer than the devices (5 samples on 4: 3)."""
+    run = run_data_parallel(batch, devices)
+    return tuple(run.loss.shape) == (run.chunks,)
