@@ -2607,10 +2607,10 @@ def every_output_of_the_blocks_is_new(old_mode):
 
 
 @pytest.mark.parametrize("quote, old_mode", [
-    ("Under `no_grad` (and `inference_mode`), a call that has nothing to do", "no_grad"),
-    ("Under `no_grad` (and `inference_mode`), a call that has nothing to do", "inference_mode"),
+    ("Under `no_grad` (and `inference_mode`), some calls that have nothing to do", "no_grad"),
+    ("Under `no_grad` (and `inference_mode`), some calls that have nothing to do", "inference_mode"),
     ("and an input a call returns unchanged, aside)", "inference_mode"),
-    ("; a call with nothing to do, such as `.float()` of a float32 tensor", "no_grad"),
+    ("; some calls with nothing to do, such as `.float()` of a float32 tensor", "no_grad"),
 ])
 def test_r57e_2_a_conversion_with_nothing_to_do_is_its_input(real_claims, quote, old_mode):
     replay(real_claims, "how-to/stop-gradients", quote, every_output_of_the_blocks_is_new(old_mode),
