@@ -880,7 +880,7 @@ def test_lookup_a_compiled_hessian_can_be_silently_zero(real_claims):
     compile_backends.family_name = 'backend "aot_eager" or the default, "inductor"'
 
     replay(real_claims, "reference/look-up-the-questions-people-ask",
-           "`torch.autograd.functional.hessian` of such a compiled",
+           "`torch.autograd.functional.hessian` of a compiled",
            a_hessian_through_compile_raises_one_of_the_two_messages, elementwise_maps(), st.integers(0, 2**16),
            compile_backends, fails_on="(n=")
 
