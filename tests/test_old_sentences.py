@@ -2743,13 +2743,13 @@ def test_s6_3_retain_graph_in_the_loop_gives_the_full_gradient(real_claims):
            labelled(st.integers(2, 4), "loops of 2 to 4 iterations"), fails_on="")
 
 
-def penalty_through_a_compiled_critic_trains(setting, backend="aot_eager") -> bool:
+def penalty_through_a_compiled_critic_trains(setting) -> bool:
     """Row 7, look-up.md: the WGAN-GP answer named batch norm as the only setting to
     avoid, so a compiled critic would train with the penalty. Its backward raises."""
     import copy
 
     torch._dynamo.reset()  # past the recompile limit a compiled module would run eagerly
-    critic = torch.compile(copy.deepcopy(setting.model._orig_mod), backend=backend)
+    critic = torch.compile(copy.deepcopy(setting.model._orig_mod), backend="aot_eager")
     x_hat = setting.inputs.detach().requires_grad_()
     scores = critic(x_hat)
     (gradients,) = torch.autograd.grad(scores, x_hat, torch.ones_like(scores), create_graph=True)
@@ -2761,12 +2761,8 @@ def penalty_through_a_compiled_critic_trains(setting, backend="aot_eager") -> bo
 
 
 def test_s6_7_the_penalty_through_a_compiled_critic_raises(real_claims):
-    from families import labelled
-
     replay(real_claims, "reference/look-up-the-questions-people-ask", "And do not compute the\npenalty",
-           penalty_through_a_compiled_critic_trains, compiled_modules(),
-           labelled(st.sampled_from(["aot_eager", "inductor"]), 'backend "aot_eager" or the default, "inductor"'),
-           fails_on="compiled MLP")
+           penalty_through_a_compiled_critic_trains, compiled_modules(), fails_on="compiled MLP")
 
 
 def two_create_graph_calls_pile_3x2_plus_6x2(at) -> None:
