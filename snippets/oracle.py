@@ -152,7 +152,7 @@ def check_differs(actual, belief, claim: str | None = None, *, quote: str | None
 
 def check_property(holds: Callable[..., bool | None], *families, claim: str | None = None,
                    quote: str | None = None, examples: int | None = None,
-                   fixed: str | None = None) -> None:
+                   fixed: str | None = None, shrink: bool = True) -> None:
     """Raise ``ClaimFailed`` unless ``holds(*members)`` for every member of the families.
 
     For a sentence stated over a family ("for every elementwise f", "at any
@@ -165,10 +165,13 @@ def check_property(holds: Callable[..., bool | None], *families, claim: str | No
     it found it, so a hidden check never changes what the visible cells compute.
     ``fixed`` says, in a reader's words, what ``holds`` keeps the same for every
     member (a seed of ones, one dtype): the reveal shows it beside the family, so a
-    sentence that says more than the family varies reads as such.
+    sentence that says more than the family varies reads as such. ``shrink=False``
+    names the first member drawn that breaks the sentence instead of a smaller one
+    Hypothesis makes from it: a member the check itself draws, found without the
+    shrinker's extra runs (``tests/test_old_sentences.py`` replays so).
     """
     from families import CLAIM_SETTINGS, from_the_seed_alone
-    from hypothesis import given, seed, settings
+    from hypothesis import Phase, given, seed, settings
     from hypothesis import strategies as st
 
     claim = _claim(claim, quote)
@@ -176,9 +179,11 @@ def check_property(holds: Callable[..., bool | None], *families, claim: str | No
     failures: list[tuple[tuple, BaseException | None]] = []
     drawn: list[tuple] = []  # every member run, in the order Hypothesis drew them
 
+    phases = CLAIM_SETTINGS.phases if shrink else (Phase.explicit, Phase.generate)
+
     # Seeded by the claim: the same members every build, and each claim its own.
     @seed(zlib.crc32(claim.encode()))
-    @settings(CLAIM_SETTINGS, max_examples=examples)
+    @settings(CLAIM_SETTINGS, max_examples=examples, phases=phases)
     @given(st.tuples(*families))
     def property_holds(members):
         drawn.append(members)
@@ -198,7 +203,7 @@ def check_property(holds: Callable[..., bool | None], *families, claim: str | No
         except Exception:
             if not failures:
                 raise  # the families themselves failed to draw: not a counterexample
-            # Hypothesis replays the shrunk counterexample last.
+            # Hypothesis replays the counterexample it reports last.
             members, failure = failures[-1]
             shown = ", ".join(repr(member) for member in members)
             why = "" if failure is None else (
