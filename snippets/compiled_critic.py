@@ -37,12 +37,15 @@ def before_the_penalty():
                     "need no grad) or a generator step (fakes that require grad)")
 
 
-def penalty_through_a_critic(setting, before: str = "nothing", compiled: bool = True):
+def penalty_through_a_critic(setting, before: str = "nothing", compiled: bool = True,
+                             eager_x_hat: bool = False):
     """A copy of ``setting.model``'s module, compiled afresh with aot_eager (or not),
     runs ``BEFORE_THE_PENALTY[before]`` with a generator's fakes and the setting's
     inputs as the real batch, then the gradient penalty at the real batch: returns
     (where, message, module): where it raised, "first grad" or "backward" (or "runs"),
-    the error's message, and the uncompiled module, its ``.grad`` from the penalty."""
+    the error's message, and the uncompiled module, its ``.grad`` from the penalty.
+    With ``eager_x_hat``, a WGAN-GP critic loss instead: the fakes and the real batch
+    scored by the critic (compiled or not), ``x_hat`` by the uncompiled module."""
     from reader_settings import generator_for
 
     torch._dynamo.reset()  # past the recompile limit a compiled module would run eagerly
@@ -50,16 +53,20 @@ def penalty_through_a_critic(setting, before: str = "nothing", compiled: bool = 
     critic = torch.compile(module, backend="aot_eager") if compiled else module
     generator, z = generator_for(setting, 0)
     real = setting.inputs.detach()
-    BEFORE_THE_PENALTY[before](critic, generator(z), real)
+    fake = generator(z)
+    BEFORE_THE_PENALTY[before](critic, fake, real)
     module.zero_grad()
     x_hat = real.clone().requires_grad_()
-    scores = critic(x_hat)
+    scores = (module if eager_x_hat else critic)(x_hat)
     try:
         (gradients,) = torch.autograd.grad(scores, x_hat, torch.ones_like(scores), create_graph=True)
     except RuntimeError as error:
         return "first grad", str(error), module
+    loss = ((gradients.flatten(1).norm(dim=1) - 1) ** 2).mean()
+    if eager_x_hat:
+        loss = critic(fake.detach()).mean() - critic(real).mean() + 10 * loss
     try:
-        ((gradients.flatten(1).norm(dim=1) - 1) ** 2).mean().backward()
+        loss.backward()
     except RuntimeError as error:
         return "backward", str(error), module
     return "runs", "", module
