@@ -7385,7 +7385,7 @@ def test_r32g_3_a_tanh_network_on_a_batch_raises(real_claims):
     assert [functional_through_compile("a Tanh network", "aot_eager", "hvp", batch=batch)
             for batch in (False, True)] == ["zeros", "raises"]
     assert _records_quoting(real_claims, "reference/differentiation-apis",
-                            "Compiled afresh and called first, on one unbatched input")
+                            """Compiled afresh with `backend="aot_eager"` and called first, on one unbatched input""")
 
 
 # -- r32g-5: differentiation-apis.md, the options change J only up to rounding ------------
@@ -8981,7 +8981,7 @@ def test_r42b_f4_a_model_loaded_inside_with_load_state_dict_works(real_claims):
     replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input", MODEL_BUILT_INSIDE_QUOTE,
            a_model_loaded_inside_breaks_the_lines, *model_built_inside_families(), fails_on="the drawn model")
 
-def functional_apis_return_plain_tensors(fn, point_requires_grad, create_graph) -> bool:
+def functional_apis_return_plain_tensors(fn, point_requires_grad, create_graph, _strategy=None) -> bool:
     """s41 audit #27, differentiation-apis.md (c05e7c4:2005-2006): the
     torch.autograd.functional APIs "build the graph themselves, and return plain
     tensors", with no word on create_graph=True, which each of them takes: then f(x)
@@ -9003,8 +9003,35 @@ def functional_apis_return_plain_tensors(fn, point_requires_grad, create_graph) 
 def test_s41_audit_27_functional_apis_return_a_graph_with_create_graph(real_claims):
     replay(real_claims, "reference/differentiation-apis",
            "These take a Python function and the point $x$, build the graph themselves",
-           functional_apis_return_plain_tensors, vector_maps(), st.booleans(),
-           labelled(st.booleans(), "create_graph=False or True"), fails_on="False, True")
+           functional_apis_return_plain_tensors, *FUNCTIONAL_PLAIN_FAMILIES, fails_on="False, True")
+
+
+# the families of the check of "These take a Python function and the point $x$ ..."
+FUNCTIONAL_PLAIN_FAMILIES = (vector_maps(), st.booleans(), labelled(st.booleans(), "create_graph=False or True"),
+                             labelled(st.sampled_from(["reverse-mode", "forward-mode"]),
+                                      "jacobian's strategy: the default reverse-mode, or forward-mode"))
+
+
+def every_strategy_returns_plain_tensors(fn, point_requires_grad, create_graph, strategy) -> bool:
+    """r60a-1 (E), differentiation-apis.md (f68f664:2244-2245): "These take a Python
+    function and the point $x$, build the graph themselves, and return plain tensors
+    unless you pass `create_graph=True`", with the table's `jacobian(vectorize=True,
+    strategy="forward-mode")` among them. Its J keeps a grad_fn where x requires grad:
+    the sentence now says "in their default reverse mode"."""
+    from torch.autograd import functional
+
+    if create_graph:
+        return True
+    at = fn.point().requires_grad_(point_requires_grad)
+    options = {"vectorize": True, "strategy": strategy} if strategy == "forward-mode" else {}
+    J = functional.jacobian(fn, at, **options)
+    return not J.requires_grad and J.grad_fn is None
+
+
+def test_r60a_1_the_forward_mode_jacobian_is_not_plain(real_claims):
+    replay(real_claims, "reference/differentiation-apis",
+           "These take a Python function and the point $x$, build the graph themselves",
+           every_strategy_returns_plain_tensors, *FUNCTIONAL_PLAIN_FAMILIES, fails_on="forward-mode")
 
 
 def hessian_keeps_twice_the_identity(g, seed, term_name) -> bool:
