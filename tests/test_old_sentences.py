@@ -1970,6 +1970,38 @@ def test_h5_weighing_chunks_by_size_misses_counted_targets(real_claims):
            labelled(SEEDS, "seeds of scores, labels and ignored targets"), class_index_losses(), fails_on=", ")
 
 
+def equal_chunks_give_the_whole_batch_mean(chunk_size, devices, seed, loss_name) -> bool:
+    """r60b-1 M, backpropagate-from-a-non-scalar-output.md (f68f664:1018-1019): "The mean
+    of the per-chunk means equals the whole-batch mean when the chunks have the same
+    size" (and the summary's "weighing unequal chunks by their size"), read for the
+    class-index losses the paragraph goes on to name: a chunk's mean with ignored
+    targets or class weights divides by the weights it counts."""
+    generator = torch.Generator().manual_seed(seed)
+    size = chunk_size * devices
+    if loss_name == "plain mean":
+        losses = torch.rand(size, dtype=torch.float64, generator=generator)
+        return bool(torch.isclose(torch.stack([c.mean() for c in losses.chunk(devices)]).mean(), losses.mean()))
+    scores = torch.randn(size, 3, dtype=torch.float64, generator=generator)
+    labels = torch.randint(3, (size,), generator=generator)
+    labels[torch.rand(size, generator=generator) < 0.3] = -100
+    labels[::chunk_size] = 0
+    weight = torch.rand(3, dtype=torch.float64, generator=generator) + 0.1 if seed % 2 else None
+    loss = CLASS_INDEX_LOSSES[loss_name]
+    per_chunk = [loss(z, t, weight=weight) for z, t in zip(scores.chunk(devices), labels.chunk(devices))]
+    return bool(torch.isclose(torch.stack(per_chunk).mean(), loss(scores, labels, weight=weight)))
+
+
+def test_r60b_1_equal_chunks_of_a_counted_weight_mean_are_not_the_whole_batch(real_claims):
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output",
+           "The mean of the per-chunk means equals the whole-batch mean when the chunks\nhave the same size and",
+           equal_chunks_give_the_whole_batch_mean, labelled(st.integers(1, 6), "chunk sizes 1 to 6"),
+           labelled(st.integers(2, 4), "2 to 4 devices"), labelled(SEEDS, "seeds of the per-sample losses"),
+           labelled(st.sampled_from(["plain mean", *sorted(CLASS_INDEX_LOSSES)]),
+                    "plain means of per-sample losses; cross_entropy (label_smoothing 0 or 0.1) and "
+                    "log_softmax + nll_loss with ignore_index and, or not, class weights"),
+           fails_on="nll_loss")
+
+
 def the_float16_mask_gives_a_finite_gradient_near_zero(scale, seed) -> bool:
     """H2, debug-nan-and-wrong-gradients.md (dcf8206:650, 1147-1148): the `where` mask
     "to avoid both" (a nan value and gradient) in float16, read for any vector: at a
