@@ -1535,6 +1535,30 @@ def test_g2_no_grad_drops_a_computation_step_from_the_derivative(real_claims):
            fails_on="no_grad")
 
 
+def test_r60b_3_a_composite_s_grad_fn_hides_what_it_saved(real_claims):
+    """r60b-3 M, error-messages.md (f68f664:1550-1552): "You need not guess what a
+    built-in operation saved [...]: its `grad_fn` shows it", read for any built-in: a
+    composite such as cosine_similarity records several nodes, and its grad_fn (the
+    last, SumBackward1) shows no input, yet changing the input in place breaks backward.
+    The old sentence is the check's saved_attributes_tell_what_breaks over every built-in
+    the new check draws, run from the page's own cell (not copied here)."""
+    from autograd_docs.code_cells import code_cells
+
+    page = Path(__file__).resolve().parent.parent / "docs" / "reference" / "error-messages.md"
+    [source] = [cell.source for cell in code_cells(page.read_text(encoding="utf8"), page)
+                if "BUILT_INS = " in cell.source]
+    namespace = {"torch": torch, "st": st, "labelled": labelled, "check_property": check_property}
+    exec(source[source.index("IN_PLACE_OPS = "):source.index("def records_one_node")], namespace)
+    built_ins, tells = namespace["BUILT_INS"], namespace["saved_attributes_tell_what_breaks"]
+    replay(real_claims, "reference/error-messages", "You need not guess what a built-in operation that records",
+           lambda name: tells(name, built_ins),
+           labelled(st.sampled_from(sorted(built_ins)), "exp, sigmoid, tanh, relu, sqrt, sin, x ** 2, 10 * x, "
+                    "x + 1, x * x, softmax out of place; exp_, sigmoid_, tanh_, relu_, sqrt_, sin_, pow_(2), "
+                    "mul_(10), add_(1) in place on a whole tensor; composites: cosine_similarity, normalize, "
+                    "softmin"),
+           fails_on="cosine_similarity")
+
+
 def vmap_of_the_eval_model_runs_on_images(member, jac) -> None:
     """I2, misconceptions.md and the questions page: "`BatchNorm1d` raises on the
     single sample `vmap` passes, even in eval mode", naming no other BatchNorm: an
