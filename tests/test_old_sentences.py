@@ -1535,6 +1535,30 @@ def test_g2_no_grad_drops_a_computation_step_from_the_derivative(real_claims):
            fails_on="no_grad")
 
 
+def test_r60b_3_a_composite_s_grad_fn_hides_what_it_saved(real_claims):
+    """r60b-3 M, error-messages.md (f68f664:1550-1552): "You need not guess what a
+    built-in operation saved [...]: its `grad_fn` shows it", read for any built-in: a
+    composite such as cosine_similarity records several nodes, and its grad_fn (the
+    last, SumBackward1) shows no input, yet changing the input in place breaks backward.
+    The old sentence is the check's saved_attributes_tell_what_breaks over every built-in
+    the new check draws, run from the page's own cell (not copied here)."""
+    from autograd_docs.code_cells import code_cells
+
+    page = Path(__file__).resolve().parent.parent / "docs" / "reference" / "error-messages.md"
+    [source] = [cell.source for cell in code_cells(page.read_text(encoding="utf8"), page)
+                if "BUILT_INS = " in cell.source]
+    namespace = {"torch": torch, "st": st, "labelled": labelled, "check_property": check_property}
+    exec(source[source.index("IN_PLACE_OPS = "):source.index("def records_one_node")], namespace)
+    built_ins, tells = namespace["BUILT_INS"], namespace["saved_attributes_tell_what_breaks"]
+    replay(real_claims, "reference/error-messages", "You need not guess what a built-in operation that records",
+           lambda name: tells(name, built_ins),
+           labelled(st.sampled_from(sorted(built_ins)), "exp, sigmoid, tanh, relu, sqrt, sin, x ** 2, 10 * x, "
+                    "x + 1, x * x, softmax out of place; exp_, sigmoid_, tanh_, relu_, sqrt_, sin_, pow_(2), "
+                    "mul_(10), add_(1) in place on a whole tensor; composites: cosine_similarity, normalize, "
+                    "softmin"),
+           fails_on="cosine_similarity")
+
+
 def vmap_of_the_eval_model_runs_on_images(member, jac) -> None:
     """I2, misconceptions.md and the questions page: "`BatchNorm1d` raises on the
     single sample `vmap` passes, even in eval mode", naming no other BatchNorm: an
@@ -1968,6 +1992,38 @@ def test_h5_weighing_chunks_by_size_misses_counted_targets(real_claims):
            labelled(st.integers(2, 12), "batch sizes 2 to 12"), labelled(st.integers(2, 4), "2 to 4 devices"),
            labelled(st.booleans(), "class weights: yes or no"),
            labelled(SEEDS, "seeds of scores, labels and ignored targets"), class_index_losses(), fails_on=", ")
+
+
+def equal_chunks_give_the_whole_batch_mean(chunk_size, devices, seed, loss_name) -> bool:
+    """r60b-1 M, backpropagate-from-a-non-scalar-output.md (f68f664:1018-1019): "The mean
+    of the per-chunk means equals the whole-batch mean when the chunks have the same
+    size" (and the summary's "weighing unequal chunks by their size"), read for the
+    class-index losses the paragraph goes on to name: a chunk's mean with ignored
+    targets or class weights divides by the weights it counts."""
+    generator = torch.Generator().manual_seed(seed)
+    size = chunk_size * devices
+    if loss_name == "plain mean":
+        losses = torch.rand(size, dtype=torch.float64, generator=generator)
+        return bool(torch.isclose(torch.stack([c.mean() for c in losses.chunk(devices)]).mean(), losses.mean()))
+    scores = torch.randn(size, 3, dtype=torch.float64, generator=generator)
+    labels = torch.randint(3, (size,), generator=generator)
+    labels[torch.rand(size, generator=generator) < 0.3] = -100
+    labels[::chunk_size] = 0
+    weight = torch.rand(3, dtype=torch.float64, generator=generator) + 0.1 if seed % 2 else None
+    loss = CLASS_INDEX_LOSSES[loss_name]
+    per_chunk = [loss(z, t, weight=weight) for z, t in zip(scores.chunk(devices), labels.chunk(devices))]
+    return bool(torch.isclose(torch.stack(per_chunk).mean(), loss(scores, labels, weight=weight)))
+
+
+def test_r60b_1_equal_chunks_of_a_counted_weight_mean_are_not_the_whole_batch(real_claims):
+    replay(real_claims, "how-to/backpropagate-from-a-non-scalar-output",
+           "The mean of the per-chunk means equals the whole-batch mean when the chunks\nhave the same size and",
+           equal_chunks_give_the_whole_batch_mean, labelled(st.integers(1, 6), "chunk sizes 1 to 6"),
+           labelled(st.integers(2, 4), "2 to 4 devices"), labelled(SEEDS, "seeds of the per-sample losses"),
+           labelled(st.sampled_from(["plain mean", *sorted(CLASS_INDEX_LOSSES)]),
+                    "plain means of per-sample losses; cross_entropy (label_smoothing 0 or 0.1) and "
+                    "log_softmax + nll_loss with ignore_index and, or not, class weights"),
+           fails_on="nll_loss")
 
 
 def the_float16_mask_gives_a_finite_gradient_near_zero(scale, seed) -> bool:
