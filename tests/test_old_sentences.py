@@ -941,6 +941,7 @@ GLOSSARY_OPS = {
     "x.bool()": lambda t: t.bool(), "isnan": torch.isnan,
     "x.to(torch.uint8)": lambda t: t.to(torch.uint8),
     "histc": lambda t: torch.histc(t, bins=4), "zeros_like": torch.zeros_like,
+    "bessel_j0": torch.special.bessel_j0,  # the page's since r60d-1
     "x // 2": lambda t: t // 2, "heaviside": lambda t: torch.heaviside(t, torch.tensor(0.5)),
     "floor_divide(x, 3)": lambda t: torch.floor_divide(t, 3),
     # calls with nothing to do on a float32 CPU x (the page's since r27r1 R5): x itself
@@ -983,20 +984,46 @@ def results_with_no_derivative_to_carry_do_not_inherit(op_name, context, made=Fa
     with no derivative to carry (indices and booleans ...)". `x // 2` and
     `heaviside` have none, yet keep the flag (backward raises); like the page's
     check, each member also runs the operations the entry now names."""
+    return not any(context == "plain" and name in NO_DERIVATIVE_TO_CARRY and result.requires_grad
+                   for name, _, result in _glossary_results(op_name, context))
+
+
+def _glossary_results(op_name, context):
+    """(name, leaf, result) for the drawn operation and every one the entry names,
+    run on a fresh leaf in the drawn context, as the page's check runs them."""
     for name in dict.fromkeys((op_name, "argmax", "x > 0", "x.long()", "x.int()", "x[0]",
-                               "histc", "zeros_like", "x // 2", "heaviside")):
+                               "histc", "zeros_like", "bessel_j0", "x // 2", "heaviside")):
         leaf = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
         with GLOSSARY_CONTEXTS[context]():
             result = GLOSSARY_OPS[name](leaf)
-        if context == "plain" and name in NO_DERIVATIVE_TO_CARRY and result.requires_grad:
+        yield name, leaf, result
+
+
+def every_operation_with_no_formula_passes_the_flag_and_raises(op_name, context, made=False) -> bool:
+    """r60d-1, glossary.md (requires_grad, f68f664:2472-2474): "An operation with no
+    derivative formula, such as `x // 2` or `heaviside`, still passes the flag on, and
+    `backward` through it raises". torch.special.bessel_j0 has none either
+    (derivatives.yaml: non_differentiable): its result does not require grad, and
+    backward through a loss with another term runs, leaving its path out."""
+    for name, leaf, result in _glossary_results(op_name, context):
+        if context != "plain" or name not in ("bessel_j0", "x // 2", "heaviside", "floor_divide(x, 3)"):
+            continue
+        if not result.requires_grad:
             return False
+        try:
+            (result.sum() + leaf.sum()).backward()
+        except RuntimeError:
+            continue
+        return False
     return True
 
 
-def test_reading_no_derivative_formula_still_passes_the_flag(real_claims):
+@pytest.mark.parametrize("old_sentence", [results_with_no_derivative_to_carry_do_not_inherit,
+                                          every_operation_with_no_formula_passes_the_flag_and_raises])
+def test_reading_no_derivative_formula_still_passes_the_flag(real_claims, old_sentence):
+    """refB R2 and r60d-1: both old readings fail on the first member drawn plain."""
     replay(real_claims, "reference/glossary",
-           "The result of an operation on such a tensor inherits it, except for",
-           results_with_no_derivative_to_carry_do_not_inherit,
+           "The result of an operation on such a tensor inherits it, except for", old_sentence,
            st.sampled_from(sorted(GLOSSARY_OPERATIONS)),
            st.sampled_from(["inference_mode", "no_grad", "plain"]), MADE_AS_LEAF_TIMES_ONE, fails_on="plain")
 
@@ -4334,9 +4361,9 @@ def every_function_works_under_grad_and_jacrev(name_and_run) -> bool:
 
 
 def test_s9_r5_grad_raises_on_a_numpy_backward(real_claims):
-    pairs = labelled(st.sampled_from(
-        [(name, run) for name in ("MyFunction", "Softplus") for run in ("grad", "jacrev")]
-        + [("NumpyCube", "grad")]), "MyFunction and Softplus under grad or jacrev, NumpyCube under grad")
+    pairs = labelled(st.sampled_from(  # NumpyCube under jacrev too since r60d-2
+        [(name, run) for name in ("MyFunction", "Softplus", "NumpyCube") for run in ("grad", "jacrev")]),
+        "MyFunction, Softplus and NumpyCube under grad or jacrev")
     replay(real_claims, "how-to/write-a-custom-autograd-function", "Under `torch.func`, `grad` and `jacrev` work as is",
            every_function_works_under_grad_and_jacrev, pairs, fails_on="NumpyCube")
 
