@@ -274,6 +274,40 @@ def autocast_dtypes() -> st.SearchStrategy[torch.dtype]:
     return st.sampled_from(AUTOCAST_DTYPES)
 
 
+_nn = torch.nn
+# MLPs on n features, in training mode, that an AMP loop (CPU autocast) trains.
+AMP_MODELS: dict[str, Callable[[int], torch.nn.Module]] = {
+    "Linear, Tanh, Linear": lambda n: _nn.Sequential(_nn.Linear(n, 8), _nn.Tanh(), _nn.Linear(8, 3)),
+    "Linear, LayerNorm, Tanh, Linear": lambda n: _nn.Sequential(_nn.Linear(n, 8), _nn.LayerNorm(8),
+                                                                _nn.Tanh(), _nn.Linear(8, 3)),
+    "Linear, ReLU, Dropout, Linear": lambda n: _nn.Sequential(_nn.Linear(n, 8), _nn.ReLU(),
+                                                              _nn.Dropout(0.2), _nn.Linear(8, 3)),
+    "Linear, BatchNorm1d, ReLU, Linear": lambda n: _nn.Sequential(_nn.Linear(n, 8), _nn.BatchNorm1d(8),
+                                                                  _nn.ReLU(), _nn.Linear(8, 3)),
+}
+# Losses of (N, 3) float32 outputs and targets; the last one's gradients are small
+# enough to round to 0 in float16 without a loss scale.
+AMP_LOSSES: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "squared error, summed": lambda out, y: ((out - y) ** 2).sum(),
+    "F.mse_loss": lambda out, y: torch.nn.functional.mse_loss(out, y),
+    "F.cross_entropy": lambda out, y: torch.nn.functional.cross_entropy(out, y.argmax(-1)),
+    "F.mse_loss + F.l1_loss": lambda out, y: (torch.nn.functional.mse_loss(out, y)
+                                              + torch.nn.functional.l1_loss(out, y)),
+    "1e-6 * F.mse_loss": lambda out, y: 1e-6 * torch.nn.functional.mse_loss(out, y),
+}
+
+
+@named("MLPs with Tanh, LayerNorm, Dropout, BatchNorm1d")
+def amp_models() -> st.SearchStrategy[str]:
+    """Names of ``AMP_MODELS`` (``AMP_MODELS[name](features)`` builds one)."""
+    return st.sampled_from(sorted(AMP_MODELS))
+
+
+@named("sum of squares, F.mse_loss, F.cross_entropy, F.mse_loss + F.l1_loss, 1e-6 * F.mse_loss")
+def amp_losses() -> st.SearchStrategy[str]:
+    """Names of ``AMP_LOSSES``, one of them small (``AMP_LOSSES[name](out, y)``)."""
+    return st.sampled_from(sorted(AMP_LOSSES))
+
 def _small_linear(features: int = 2) -> torch.nn.Linear:
     """A Linear to one output with weights 1e-3: it brings values of 70000 back to 140."""
     layer = torch.nn.Linear(features, 1)
@@ -456,7 +490,8 @@ def shapes_and_dims() -> st.SearchStrategy[tuple[tuple[int, ...], int]]:
 
 FAMILIES = (multi_feature_inputs, image_batches, sample_batches, train_mode_models, checkpointed_blocks,
             batch_norm_models, multi_term_losses, losses_with_linear_terms, autocast_dtypes,
-            later_layers, compiled_modules, non_leaf_inputs, moved_leaves, shapes_and_dims)
+            later_layers, amp_models, amp_losses, compiled_modules, non_leaf_inputs, moved_leaves,
+            shapes_and_dims)
 
 
 def main() -> None:

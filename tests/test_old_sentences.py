@@ -70,7 +70,11 @@ from oracle import (  # noqa: E402
     finite_difference_jacobian,
 )
 from reader_settings import (  # noqa: E402
+    AMP_LOSSES,
+    AMP_MODELS,
     LATER_LAYERS,
+    amp_losses,
+    amp_models,
     autocast_dtypes,
     batch_norm_models,
     compiled_modules,
@@ -6826,6 +6830,35 @@ def test_s34a_1_a_loss_linear_in_the_overflow_is_finite_after_a_few_steps(real_c
            the_loss_stays_non_finite_at_every_step, autocast_dtypes(), later_layers(), losses_with_linear_terms(),
            LEARNING_RATES, fails_on="torch.float16, 'the loss', 3 * x.mean(), 0.01")
 
+
+def the_scaler_off_shows_the_same_gradients(model_name, loss_name, dtype, features, seed) -> bool:
+    """r60g-1 M, debug-nan-and-wrong-gradients.md (f68f664:1008-1011): "hooks, anomaly mode
+    and `clip_grad_norm_(..., error_if_nonfinite=True)` can then report an `inf` or `nan`
+    that is no bug, so debug with `GradScaler(enabled=False)`", read where it stands, in
+    the section that prints each parameter's gradient norm: on step 0, the norms with the
+    scaler off are those the default scaler gives after unscale_ (where it took the step).
+    Without a loss scale, small gradients round to 0 in float16: a small loss reads as
+    vanishing gradients."""
+    norms = {}
+    for enabled in (True, False):
+        torch.manual_seed(seed)
+        model, inputs, targets = AMP_MODELS[model_name](features), torch.randn(16, features), torch.randn(16, 3)
+        optimizer, scaler = torch.optim.SGD(model.parameters(), lr=0.0), torch.amp.GradScaler("cpu", enabled=enabled)
+        with torch.autocast("cpu", dtype=dtype):
+            out = model(inputs)
+        scaler.scale(AMP_LOSSES[loss_name](out.float(), targets)).backward()
+        scaler.unscale_(optimizer)
+        norms[enabled] = torch.stack([p.grad.norm() for p in model.parameters()])
+    if not bool(norms[True].isfinite().all()):  # a step the scaler skips: nothing to compare
+        return True
+    return bool(norms[False].isfinite().all()) and torch.allclose(norms[False], norms[True], rtol=0.05)
+
+
+def test_r60g_1_debugging_with_the_scaler_off_hides_small_float16_gradients(real_claims):
+    replay(real_claims, "how-to/debug-nan-and-wrong-gradients", "hooks, anomaly mode and",
+           the_scaler_off_shows_the_same_gradients, amp_models(), amp_losses(), autocast_dtypes(),
+           labelled(st.integers(1, 4), "input features, 1 to 4"), labelled(SEEDS, "seeds of the weights and batch"),
+           fails_on="'1e-6 * F.mse_loss', torch.float16")
 
 def zeros_when_u_x_does_not_require_grad(setting, first_grad, custom=None) -> bool:
     """r32c-3/4, differentiate-a-network-output-with-respect-to-its-input.md (2c2b508:754):

@@ -135,6 +135,16 @@ def test_later_layers_cast_values_past_float16_back_where_a_linear_or_matmul_get
                           "a GELU, then a Linear": True, "a LayerNorm, then a Linear": False}
 
 
+def test_amp_members_build_train_mode_mlps_and_losses_with_a_small_one():
+    assert set(families.members(rs.amp_models(), 30)) == set(rs.AMP_MODELS)
+    assert set(families.members(rs.amp_losses(), 30)) == set(rs.AMP_LOSSES)
+    out, y = torch.randn(16, 3), torch.randn(16, 3)
+    for name, build in rs.AMP_MODELS.items():
+        model = build(4)
+        assert model.training and model(torch.randn(16, 4)).shape == (16, 3), name
+    values = {name: float(loss(out, y)) for name, loss in rs.AMP_LOSSES.items()}
+    assert all(value > 0 for value in values.values()) and values["1e-6 * F.mse_loss"] < 1e-5, values
+
 def test_a_compiled_member_runs_compiled_and_matches_its_eager_module():
     compiled = families.members(rs.compiled_modules(), 2)
     for setting in compiled:
