@@ -8578,6 +8578,46 @@ def test_r37a_5_linearize_of_eval_batchnorm_is_jvp(real_claims):
            eval_batchnorm_in_place_steps_make_jvp_fn_unsafe, train_batchnorm_models(),
            labelled(st.integers(1, 4), "calls of jvp_fn, 1 to 4"), fails_on="BatchNorm")
 
+
+# -- r61a-1: pass-options-to-torch-func-transforms.md, the in-place steps are SiLU's --
+
+def no_norm_layer_replays_no_in_place_step(kind, seed) -> bool:
+    """r61a-1, pass-options-to-torch-func-transforms.md (d2d9261:961-965): "in `eval()`
+    mode a norm layer, such as BatchNorm or GroupNorm, can replay a few in-place steps
+    of its own": read so, a model with no norm layer, no Dropout and no in-place step
+    written runs no in-place step but copy_ in jvp_fn's second call. A Linear-SiLU
+    does (fill_, sub_): the steps the check put down to GroupNorm were SiLU's."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class InPlaceSteps(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func._schema.name.endswith("_"):
+                written.add(str(func))
+            return func(*args, **(kwargs or {}))
+
+    if "SiLU" not in kind:
+        return True  # a norm layer, Dropout or an add_ written: the old sentence allows steps
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.SiLU(), torch.nn.Linear(6, 2))
+    at, written = torch.randn(8, 4), set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        _value, jvp_fn = torch.func.linearize(model.train("train" in kind), at)
+    jvp_fn(torch.ones_like(at))
+    with InPlaceSteps():
+        jvp_fn(torch.ones_like(at))
+    return written <= {"aten.copy_.default"}
+
+
+def test_r61a_1_silu_not_groupnorm_replays_in_place_steps(real_claims):
+    replay(real_claims, "how-to/pass-options-to-torch-func-transforms", "(some layers, such as BatchNorm in",
+           no_norm_layer_replays_no_in_place_step,
+           labelled(st.sampled_from(["Dropout (train)", "BatchNorm1d (eval)", "SiLU (eval)",
+                                     "SiLU (train)", "(2 t).add_(1).exp()"]),
+                    "Dropout in training mode, BatchNorm1d in eval(), SiLU in either mode "
+                    "(after a Linear, no norm layer), an in-place add_"),
+           labelled(st.integers(0, 2**16), "seeds of the weights and the batch"), fails_on="SiLU")
+
 # -- r37b-1: a device's cross_entropy mean is over the weights it counts, not its samples --
 
 def device_batch(sizes, counted_by, seed):
