@@ -2106,13 +2106,6 @@ def the_float16_mask_gives_a_finite_gradient_near_zero(source, entries, size, se
     return not bool(torch.isnan(gradient).any())
 
 
-def test_h2_the_float16_mask_fixes_exact_zeros_only(real_claims):
-    replay(real_claims, "how-to/debug-nan-and-wrong-gradients",
-           "In float16, compute the mask and `n` from `x.float()`",
-           the_float16_mask_gives_a_finite_gradient_near_zero, MASK_FIX_SOURCES, MASK_FIX_ENTRIES, MASK_FIX_SIZES, SEEDS,
-           fails_on="float16")
-
-
 def the_mask_fix_matches_float64_in_any_dtype(source, entries, size, seed) -> bool:
     """r61g-1 M, debug-nan-and-wrong-gradients.md (d2d9261:1177): "Compute the mask and
     `n` from `x.float()` and cast the result back with `.to(x.dtype)`: ... the gradient
@@ -2128,13 +2121,6 @@ def the_mask_fix_matches_float64_in_any_dtype(source, entries, size, seed) -> bo
     return torch.allclose(got.double(), reference.grad, rtol=2e-2, atol=2e-2 * float(reference.grad.abs().max()))
 
 
-def test_r61g_1_the_float32_mask_is_a_float16_remedy_only(real_claims):
-    replay(real_claims, "how-to/debug-nan-and-wrong-gradients",
-           "In float16, compute the mask and `n` from `x.float()`",
-           the_mask_fix_matches_float64_in_any_dtype, MASK_FIX_SOURCES, MASK_FIX_ENTRIES, MASK_FIX_SIZES, SEEDS,
-           fails_on="float32 tensor")
-
-
 def the_mask_fix_leaves_no_nan(source, entries, size, seed) -> bool:
     """r61g-2 M, debug-nan-and-wrong-gradients.md (d2d9261:1177): the float32 mask "cast
     the result back with `.to(x.dtype)`: no `nan`", in the setting the row names, x a
@@ -2146,11 +2132,15 @@ def the_mask_fix_leaves_no_nan(source, entries, size, seed) -> bool:
     return not any(bool(torch.isnan(gradient).any()) for gradient in gradients)
 
 
-def test_r61g_2_the_float32_mask_leaves_nan_in_the_layer_before(real_claims):
+@pytest.mark.parametrize("old_sentence, fails_on", [
+    (the_float16_mask_gives_a_finite_gradient_near_zero, "float16"),  # H2
+    (the_mask_fix_matches_float64_in_any_dtype, "float32 tensor"),  # r61g-1: the fix for any dtype
+    (the_mask_fix_leaves_no_nan, "a Linear's output under float16 autocast"),  # r61g-2: "no nan"
+])
+def test_h2_r61g_1_2_the_float32_mask_s_old_readings(real_claims, old_sentence, fails_on):
     replay(real_claims, "how-to/debug-nan-and-wrong-gradients",
            "In float16, compute the mask and `n` from `x.float()`",
-           the_mask_fix_leaves_no_nan, MASK_FIX_SOURCES, MASK_FIX_ENTRIES, MASK_FIX_SIZES, SEEDS,
-           fails_on="a Linear's output under float16 autocast")
+           old_sentence, MASK_FIX_SOURCES, MASK_FIX_ENTRIES, MASK_FIX_SIZES, SEEDS, fails_on=fails_on)
 
 
 def vmap_of_a_train_mode_dropout_network_raises(net, jac, seed) -> bool:
