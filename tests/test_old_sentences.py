@@ -2057,21 +2057,90 @@ def test_r60b_1_equal_chunks_of_a_counted_weight_mean_are_not_the_whole_batch(re
            fails_on="nll_loss")
 
 
-def the_float16_mask_gives_a_finite_gradient_near_zero(scale, seed) -> bool:
+MASK_FIX_SOURCES = labelled(
+    st.sampled_from(["a float16 tensor", "a Linear's output under float16 autocast",
+                     "a float32 tensor", "a bfloat16 tensor"]),
+    "x a float16 tensor or a Linear's output under float16 autocast; a float32 or bfloat16 "
+    "tensor, which the sentence leaves out (not compared)")
+MASK_FIX_ENTRIES = labelled(st.sampled_from(["random", "equal"]),
+                            "x's entries and the summed loss's weights: random, or equal entries "
+                            "and weights of ones (float64's gradient 0)")
+MASK_FIX_SIZES = labelled(st.floats(0.0, 1.0),
+                          "x's size, 1e-7 (float16) or 1e-24 (float32, bfloat16) to 1e-1, "
+                          "evenly in its power of ten")
+
+
+def _masked(v: torch.Tensor) -> torch.Tensor:
+    n = v.norm(dim=-1, keepdim=True)
+    return v / torch.where(n > 0, n, 1)
+
+
+def _mask_fix_input(source: str, entries: str, size: float, seed: int):
+    """debug-nan-and-wrong-gradients.md's mask_fix_input: two rows of x made as
+    ``source`` says, the weights of the summed loss, and the Linear (or None)."""
+    generator = torch.Generator().manual_seed(seed)
+    low = -7 if "float16" in source else -24
+    direction = torch.randn(2, 4, dtype=torch.float64, generator=generator)
+    weights = torch.randn(2, 4, generator=generator)
+    if entries == "equal":  # the loss x / x.norm() summed: float64's gradient is 0
+        direction, weights = torch.ones(2, 4, dtype=torch.float64), torch.ones(2, 4)
+    direction = direction * 10 ** (low + size * (-1 - low))
+    if "Linear" not in source:
+        dtype = {"a float16 tensor": torch.float16, "a float32 tensor": torch.float32,
+                 "a bfloat16 tensor": torch.bfloat16}[source]
+        return direction.to(dtype).requires_grad_(), weights, None
+    layer = torch.nn.Linear(4, 4, bias=False)
+    with torch.no_grad():
+        layer.weight.copy_(torch.eye(4))
+    with torch.autocast("cpu", dtype=torch.float16):
+        x = layer(direction.float())
+    return x, weights, layer
+
+
+def the_float16_mask_gives_a_finite_gradient_near_zero(source, entries, size, seed) -> bool:
     """H2, debug-nan-and-wrong-gradients.md (dcf8206:650, 1147-1148): the `where` mask
     "to avoid both" (a nan value and gradient) in float16, read for any vector: at a
     non-zero one of tiny norm its gradient is nan."""
-    generator = torch.Generator().manual_seed(seed)
-    x = (torch.randn(4, dtype=torch.float64, generator=generator) * scale).half().requires_grad_()
-    norm = x.norm(dim=-1, keepdim=True)
-    (x / torch.where(norm > 0, norm, 1) * torch.randn(4, generator=generator).half()).sum().backward()
-    return not bool(torch.isnan(x.grad).any())
+    x, weights, _ = _mask_fix_input(source, entries, size, seed)
+    (gradient,) = torch.autograd.grad((_masked(x) * weights.to(x.dtype)).sum(), x)
+    return not bool(torch.isnan(gradient).any())
 
 
-def test_h2_the_float16_mask_fixes_exact_zeros_only(real_claims):
+def the_mask_fix_matches_float64_in_any_dtype(source, entries, size, seed) -> bool:
+    """r61g-1 M, debug-nan-and-wrong-gradients.md (d2d9261:1177): "Compute the mask and
+    `n` from `x.float()` and cast the result back with `.to(x.dtype)`: ... the gradient
+    matches float64's wherever that is below half of float16's largest value", named
+    no dtype, right after the sentence on float32 and bfloat16: read for those too. In
+    float32 `x.float()` changes nothing; at 1e-22 the gradient is 1e20, float64's 0."""
+    x, weights, _ = _mask_fix_input(source, entries, size, seed)
+    (got,) = torch.autograd.grad((_masked(x.float()).to(x.dtype) * weights.to(x.dtype)).sum(), x)
+    reference = x.detach().double().requires_grad_()
+    (_masked(reference) * weights.double()).sum().backward()
+    if reference.grad.abs().max() >= torch.finfo(torch.float16).max / 2:
+        return True
+    return torch.allclose(got.double(), reference.grad, rtol=2e-2, atol=2e-2 * float(reference.grad.abs().max()))
+
+
+def the_mask_fix_leaves_no_nan(source, entries, size, seed) -> bool:
+    """r61g-2 M, debug-nan-and-wrong-gradients.md (d2d9261:1177): the float32 mask "cast
+    the result back with `.to(x.dtype)`: no `nan`", in the setting the row names, x a
+    Linear's output under float16 autocast: once float64's gradient with respect to x
+    passes float16's range, x's is inf and the Linear's weight gradient nan."""
+    x, weights, layer = _mask_fix_input(source, entries, size, seed)
+    wrt = [x] if layer is None else [x, layer.weight]
+    gradients = torch.autograd.grad((_masked(x.float()).to(x.dtype) * weights.to(x.dtype)).sum(), wrt)
+    return not any(bool(torch.isnan(gradient).any()) for gradient in gradients)
+
+
+@pytest.mark.parametrize("old_sentence, fails_on", [
+    (the_float16_mask_gives_a_finite_gradient_near_zero, "float16"),  # H2
+    (the_mask_fix_matches_float64_in_any_dtype, "float32 tensor"),  # r61g-1: the fix for any dtype
+    (the_mask_fix_leaves_no_nan, "a Linear's output under float16 autocast"),  # r61g-2: "no nan"
+])
+def test_h2_r61g_1_2_the_float32_mask_s_old_readings(real_claims, old_sentence, fails_on):
     replay(real_claims, "how-to/debug-nan-and-wrong-gradients",
-           "Compute the mask and `n` from `x.float()`",
-           the_float16_mask_gives_a_finite_gradient_near_zero, st.floats(1e-7, 1e-1), SEEDS, fails_on=", ")
+           "In float16, compute the mask and `n` from `x.float()`",
+           old_sentence, MASK_FIX_SOURCES, MASK_FIX_ENTRIES, MASK_FIX_SIZES, SEEDS, fails_on=fails_on)
 
 
 def vmap_of_a_train_mode_dropout_network_raises(net, jac, seed) -> bool:
