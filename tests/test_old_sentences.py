@@ -8646,7 +8646,7 @@ def eval_batchnorm_in_place_steps_make_jvp_fn_unsafe(setting, calls) -> bool:
 def test_r37a_5_linearize_of_eval_batchnorm_is_jvp(real_claims):
     from batchnorm_under_vmap import train_batchnorm_models
 
-    replay(real_claims, "how-to/pass-options-to-torch-func-transforms", "and\n`jvp_fn(u)` is still `jvp`'s)",
+    replay(real_claims, "how-to/pass-options-to-torch-func-transforms", "`jvp_fn(u)` is still `jvp`'s)",
            eval_batchnorm_in_place_steps_make_jvp_fn_unsafe, train_batchnorm_models(),
            labelled(st.integers(1, 4), "calls of jvp_fn, 1 to 4"), fails_on="BatchNorm")
 
@@ -8682,7 +8682,8 @@ def no_norm_layer_replays_no_in_place_step(kind, seed) -> bool:
 
 
 def test_r61a_1_silu_not_groupnorm_replays_in_place_steps(real_claims):
-    replay(real_claims, "how-to/pass-options-to-torch-func-transforms", "(some layers, such as BatchNorm in",
+    replay(real_claims, "how-to/pass-options-to-torch-func-transforms",
+           "(BatchNorm in `eval()` mode and a SiLU activation",
            no_norm_layer_replays_no_in_place_step,
            labelled(st.sampled_from(["Dropout (train)", "BatchNorm1d (eval)", "SiLU (eval)",
                                      "SiLU (train)", "(2 t).add_(1).exp()"]),
