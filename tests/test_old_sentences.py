@@ -2058,16 +2058,24 @@ def test_r60b_1_equal_chunks_of_a_counted_weight_mean_are_not_the_whole_batch(re
 
 
 MASK_FIX_SOURCES = labelled(
+    st.sampled_from(["a float16 tensor", "a Linear's output under float16 autocast"]),
+    "x a float16 tensor or a Linear's output under float16 autocast")
+MASK_FIX_ENTRIES = labelled(st.sampled_from(["random", "rows 1000 times apart", "equal"]),
+                            "x's entries and the summed loss's weights: random, random with the "
+                            "second row 1000 times the first (gradients on both sides of the "
+                            "bound in one x), or equal entries and weights of ones (float64's "
+                            "gradient 0)")
+MASK_FIX_SIZES = labelled(st.floats(0.0, 1.0),
+                          "x's size (its first row's), 1e-7 to 1e-1, evenly in its power of ten")
+# what the check drew before s61b-6 (457fca5): float32 and bfloat16 x too, not compared
+MASK_FIX_SOURCES_457FCA5 = labelled(
     st.sampled_from(["a float16 tensor", "a Linear's output under float16 autocast",
                      "a float32 tensor", "a bfloat16 tensor"]),
     "x a float16 tensor or a Linear's output under float16 autocast; a float32 or bfloat16 "
     "tensor, which the sentence leaves out (not compared)")
-MASK_FIX_ENTRIES = labelled(st.sampled_from(["random", "equal"]),
-                            "x's entries and the summed loss's weights: random, or equal entries "
-                            "and weights of ones (float64's gradient 0)")
-MASK_FIX_SIZES = labelled(st.floats(0.0, 1.0),
-                          "x's size, 1e-7 (float16) or 1e-24 (float32, bfloat16) to 1e-1, "
-                          "evenly in its power of ten")
+MASK_FIX_ENTRIES_457FCA5 = labelled(st.sampled_from(["random", "equal"]),
+                                    "x's entries and the summed loss's weights: random, or equal "
+                                    "entries and weights of ones (float64's gradient 0)")
 
 
 def _masked(v: torch.Tensor) -> torch.Tensor:
@@ -2077,13 +2085,17 @@ def _masked(v: torch.Tensor) -> torch.Tensor:
 
 def _mask_fix_input(source: str, entries: str, size: float, seed: int):
     """debug-nan-and-wrong-gradients.md's mask_fix_input: two rows of x made as
-    ``source`` says, the weights of the summed loss, and the Linear (or None)."""
+    ``source`` says, the weights of the summed loss, and the Linear (or None). The
+    float32 and bfloat16 sources are the ones the check drew before s61b-6, sized
+    from 1e-24 as it sized them."""
     generator = torch.Generator().manual_seed(seed)
     low = -7 if "float16" in source else -24
     direction = torch.randn(2, 4, dtype=torch.float64, generator=generator)
     weights = torch.randn(2, 4, generator=generator)
     if entries == "equal":  # the loss x / x.norm() summed: float64's gradient is 0
         direction, weights = torch.ones(2, 4, dtype=torch.float64), torch.ones(2, 4)
+    if entries == "rows 1000 times apart":
+        direction[1] *= 1000
     direction = direction * 10 ** (low + size * (-1 - low))
     if "Linear" not in source:
         dtype = {"a float16 tensor": torch.float16, "a float32 tensor": torch.float32,
@@ -2134,13 +2146,26 @@ def the_mask_fix_leaves_no_nan(source, entries, size, seed) -> bool:
 
 @pytest.mark.parametrize("old_sentence, fails_on", [
     (the_float16_mask_gives_a_finite_gradient_near_zero, "float16"),  # H2
-    (the_mask_fix_matches_float64_in_any_dtype, "float32 tensor"),  # r61g-1: the fix for any dtype
     (the_mask_fix_leaves_no_nan, "a Linear's output under float16 autocast"),  # r61g-2: "no nan"
 ])
-def test_h2_r61g_1_2_the_float32_mask_s_old_readings(real_claims, old_sentence, fails_on):
+def test_h2_r61g_2_the_float32_mask_s_old_readings(real_claims, old_sentence, fails_on):
     replay(real_claims, "how-to/debug-nan-and-wrong-gradients",
            "In float16, compute the mask and `n` from `x.float()`",
            old_sentence, MASK_FIX_SOURCES, MASK_FIX_ENTRIES, MASK_FIX_SIZES, SEEDS, fails_on=fails_on)
+
+
+def test_r61g_1_the_float32_mask_read_for_any_dtype(real_claims):
+    """r61g-1: the sentence now names float16 ("In float16, ..."), and since s61b-6 its
+    check draws float16 x only, so the old reading (any dtype) is replayed over the
+    sources that check drew before (457fca5), seeded by the same claim: it fails on a
+    float32 x, out of the narrowed sentence."""
+    [record] = [record for record in real_claims["how-to/debug-nan-and-wrong-gradients"]
+                if record["check"] == "check_property"
+                and record["quote"].startswith("In float16, compute the mask and `n` from `x.float()`")]
+    with pytest.raises(ClaimFailed, match="counterexample: 'a float32 tensor'"):
+        check_property(the_mask_fix_matches_float64_in_any_dtype, MASK_FIX_SOURCES_457FCA5,
+                       MASK_FIX_ENTRIES_457FCA5, MASK_FIX_SIZES, SEEDS, claim=record["claim"],
+                       examples=record["examples"], shrink=False)
 
 
 def vmap_of_a_train_mode_dropout_network_raises(net, jac, seed) -> bool:
