@@ -5221,6 +5221,12 @@ def shared_activation_networks(draw):
     return shared
 
 
+def intermediate_networks():
+    """As get-gradients-of-intermediate-tensors.md's NETWORKS."""
+    return labelled(small_networks() | shared_activation_networks(),
+                    "a two-layer MLP, or one whose activation module runs twice")
+
+
 def keep_holds_the_gradient_at_the_modules_output(net, data) -> None:
     """s20 howtoB B3, get-gradients-of-intermediate-tensors.md: the module hook recipe
     (`keep` overwrites caught["grad_output"]) holds what a tensor hook on the module's
@@ -5241,11 +5247,9 @@ def keep_holds_the_gradient_at_the_modules_output(net, data) -> None:
 
 
 def test_s20_howtob_b3_keep_holds_the_first_calls_gradient_on_a_shared_activation(real_claims):
-    networks = labelled(small_networks() | shared_activation_networks(),
-                        "a two-layer MLP, or one whose activation module runs twice")
     replay(real_claims, "how-to/get-gradients-of-intermediate-tensors",
            "`grad_output[0]` is what a tensor hook on the module's output would receive",
-           keep_holds_the_gradient_at_the_modules_output, networks, st.data(),
+           keep_holds_the_gradient_at_the_modules_output, intermediate_networks(), st.data(),
            fails_on="Tanh · Linear", because="keep = the tensor hook's gradient")
 
 
@@ -5283,11 +5287,9 @@ def the_hook_runs_once_per_call_backward_reaches(net, data, frozen, unused_call,
 
 
 def test_s61c_2_the_hook_runs_for_each_call_backward_reaches(real_claims):
-    networks = labelled(small_networks() | shared_activation_networks(),
-                        "a two-layer MLP, or one whose activation module runs twice")
     replay(real_claims, "how-to/get-gradients-of-intermediate-tensors",
            "The hook runs at most once per call of the module in a backward pass",
-           the_hook_runs_once_per_call_backward_reaches, networks, st.data(),
+           the_hook_runs_once_per_call_backward_reaches, intermediate_networks(), st.data(),
            labelled(st.booleans(), "the layers before the activation frozen (requires_grad_(False)) or not"),
            labelled(st.booleans(), "an extra call whose output requires grad and the loss does not use, or not"),
            labelled(st.booleans(), "backward(inputs=[the last used call's output]), or a plain backward()"),
