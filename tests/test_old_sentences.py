@@ -5246,6 +5246,12 @@ def shared_activation_networks(draw):
     return shared
 
 
+def intermediate_networks():
+    """As get-gradients-of-intermediate-tensors.md's NETWORKS."""
+    return labelled(small_networks() | shared_activation_networks(),
+                    "a two-layer MLP, or one whose activation module runs twice")
+
+
 def keep_holds_the_gradient_at_the_modules_output(net, data) -> None:
     """s20 howtoB B3, get-gradients-of-intermediate-tensors.md: the module hook recipe
     (`keep` overwrites caught["grad_output"]) holds what a tensor hook on the module's
@@ -5266,12 +5272,53 @@ def keep_holds_the_gradient_at_the_modules_output(net, data) -> None:
 
 
 def test_s20_howtob_b3_keep_holds_the_first_calls_gradient_on_a_shared_activation(real_claims):
-    networks = labelled(small_networks() | shared_activation_networks(),
-                        "a two-layer MLP, or one whose activation module runs twice")
     replay(real_claims, "how-to/get-gradients-of-intermediate-tensors",
            "`grad_output[0]` is what a tensor hook on the module's output would receive",
-           keep_holds_the_gradient_at_the_modules_output, networks, st.data(),
+           keep_holds_the_gradient_at_the_modules_output, intermediate_networks(), st.data(),
            fails_on="Tanh · Linear", because="keep = the tensor hook's gradient")
+
+
+def the_hook_runs_once_per_call_backward_reaches(net, data, frozen, unused_call, stop_at_output) -> bool:
+    """s61c-2, get-gradients-of-intermediate-tensors.md (49e833d:1100): "The hook runs
+    once per call of the module whose output `backward` reaches". With backward stopped
+    at that output (`inputs=`), backward reaches it and the hook does not run."""
+    if frozen:
+        for layer in list(net)[:2]:
+            layer.requires_grad_(False)
+    batch = data.draw(batches(features=net.in_features))
+    activation, hooked, outputs, reached = net[-2], [], [], []
+
+    def on_output(m, args, out):
+        outputs.append(out)
+        if out.requires_grad:
+            index = len(outputs) - 1
+            out.register_hook(lambda g: reached.append(index))
+
+    handles = [activation.register_full_backward_hook(lambda m, gi, go: hooked.append(go[0])),
+               activation.register_forward_hook(on_output)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        loss = net(batch).pow(2).sum()
+        used = [out for out in outputs if out.requires_grad]
+        if unused_call:
+            activation(torch.randn(2, net[-1].in_features, dtype=net[-1].weight.dtype, requires_grad=True))
+        if stop_at_output and used:
+            loss.backward(inputs=[used[-1]])
+        else:
+            loss.backward()
+    for handle in handles:
+        handle.remove()
+    return len(hooked) == len(set(reached))
+
+
+def test_s61c_2_the_hook_runs_for_each_call_backward_reaches(real_claims):
+    replay(real_claims, "how-to/get-gradients-of-intermediate-tensors",
+           "The hook runs at most once per call of the module in a backward pass",
+           the_hook_runs_once_per_call_backward_reaches, intermediate_networks(), st.data(),
+           labelled(st.booleans(), "the layers before the activation frozen (requires_grad_(False)) or not"),
+           labelled(st.booleans(), "an extra call whose output requires grad and the loss does not use, or not"),
+           labelled(st.booleans(), "backward(inputs=[the last used call's output]), or a plain backward()"),
+           fails_on="· ReLU · Linear(5→1), data(...), True, True, True")
 
 
 # -- s21 refA R1: functional.jvp's passes for a linear f ---------------------------------
