@@ -5646,6 +5646,38 @@ def test_s22_howtoa_a3_autocast_retain_graph_loop_runs_on(real_claims):
            fails_on="torch.")
 
 
+
+# -- r62e-1, r62e-2: a forward pass after the step, in an autocast block holding it ----
+
+from autocast_blocks import AUTOCAST_BLOCKS, generator_gradient_after_d_step, rerun_after_step  # noqa: E402
+
+
+def a_rerun_after_the_step_sees_the_new_weights(dtype, blocks, seed) -> bool:
+    """r62e-1 M, accumulate (e6a1179:1748-1749): "if the second loss must see the new
+    weights, run the forward pass again after the step", in one autocast block that
+    holds the step: the re-run uses the block's casts of the old weights."""
+    return rerun_after_step(dtype, blocks, seed)[1]
+
+
+def stepping_d_first_gives_g_the_gradient_against_the_new_d(dtype, blocks, seed) -> bool:
+    """r62e-2 M, accumulate (e6a1179:2074-2075): "so step `D` before it", the iteration
+    in one autocast block: G's gradient is the one against D before its step."""
+    return generator_gradient_after_d_step(dtype, blocks, seed)[1]
+
+
+@pytest.mark.parametrize("quote, old_sentence, seeds", [
+    pytest.param("run the forward pass again after the step, outside any autocast block",
+                 a_rerun_after_the_step_sees_the_new_weights, "seeds of the page's two-layer net", id="r62e-1"),
+    pytest.param("(outside any autocast block that holds the generator's `D(fake)`",
+                 stepping_d_first_gives_g_the_gradient_against_the_new_d, "seeds of the page's G and D",
+                 id="r62e-2"),
+])
+def test_r62e_1_2_a_forward_pass_after_the_step_in_the_step_s_autocast_block(real_claims, quote, old_sentence,
+                                                                                 seeds):
+    replay(real_claims, "how-to/accumulate-zero-and-reuse-gradients", quote, old_sentence,
+           S22_AUTOCAST_DTYPES, AUTOCAST_BLOCKS, labelled(st.integers(0, 2**16), seeds), fails_on="'one block")
+
+
 # -- s22 howtoB B1: linearize reads x and the weights at jvp_fn's first call ----------
 
 S22_MOVED = labelled(st.sampled_from(["x", "weights", "buffers", "both"]),
