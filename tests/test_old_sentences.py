@@ -5668,7 +5668,7 @@ def stepping_d_first_gives_g_the_gradient_against_the_new_d(dtype, blocks, seed)
 @pytest.mark.parametrize("quote, old_sentence, seeds", [
     pytest.param("run the forward pass again after the step, outside any autocast block",
                  a_rerun_after_the_step_sees_the_new_weights, "seeds of the page's two-layer net", id="r62e-1"),
-    pytest.param("(outside any autocast block that holds the generator's `D(fake)`",
+    pytest.param("(outside the autocast block of the generator's `D(fake)`",
                  stepping_d_first_gives_g_the_gradient_against_the_new_d, "seeds of the page's G and D",
                  id="r62e-2"),
 ])
