@@ -9585,21 +9585,25 @@ def test_r44b_4_a_gradient_on_another_device_is_invalid_too(real_claims):
 
 # -- r44f-1: check-gradients.md, "so `gradcheck` fails" on train-mode Dropout -----------
 
-def train_mode_dropout_fails_gradcheck(p, width, seed) -> bool:
+def train_mode_dropout_fails_gradcheck(p, width, seed, form) -> bool:
     """r44f-1, check-gradients.md (be9cf34:129-130): "Dropout in train mode draws a new
     mask per evaluation, so `gradcheck` fails on a right gradient", read as certain: a
-    small `p` or a narrow layer often draws the same mask every time, and it passes."""
+    small `p` or a narrow layer often draws the same mask every time, and it passes
+    (``form``: nn.Dropout, or F.dropout in forward, since r62f-1)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = torch.nn.Sequential(torch.nn.Linear(3, width), torch.nn.Dropout(p)).double()
+        linear = torch.nn.Linear(3, width).double()
+        drop = torch.nn.Dropout(p) if form == "nn.Dropout" else (lambda t: torch.nn.functional.dropout(t, p))
         x = torch.randn(3, dtype=torch.float64, requires_grad=True)
-        return not torch.autograd.gradcheck(model, (x,), raise_exception=False)
+        return not torch.autograd.gradcheck(lambda t: drop(linear(t)), (x,), raise_exception=False)
 
 
 def test_r44f_1_train_mode_dropout_can_pass_gradcheck(real_claims):
     replay(real_claims, "how-to/check-gradients", "or pass by luck when the masks it compares happen to match",
            train_mode_dropout_fails_gradcheck, labelled(st.sampled_from([0.02, 0.05, 0.1, 0.5]), "p from 0.02 to 0.5"),
-           labelled(st.integers(1, 4), "Linear(3, width), width 1 to 4"), labelled(SEEDS, "seeds"), fails_on="")
+           labelled(st.integers(1, 4), "Linear(3, width), width 1 to 4"), labelled(SEEDS, "seeds"),
+           labelled(st.sampled_from(["nn.Dropout", "F.dropout"]),
+                    "nn.Dropout, or F.dropout(t, p) in forward (training left True)"), fails_on="")
 
 # -- r47c-3: differentiation-apis.md, linearize's "`x` and the weights stay as they are" --
 
