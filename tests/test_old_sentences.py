@@ -2719,6 +2719,28 @@ def test_s10_a2_gradcheck_after_a_step_depends_on_what_the_backward_saves(real_c
            donated_buffers_after_any_such_step, GRADCHECK_AFTER_TRAINING, fails_on="one Linear")
 
 
+def gradcheck_passes_after_eval_whatever_the_dropout(p, width, seed, form) -> bool:
+    """r62f-1, check-gradients.md (e6a1179:173-175): "Dropout in train mode draws a new
+    mask per evaluation ...: check after `model.eval()`", read of any Dropout: a
+    forward calling F.dropout(t, p) keeps `training=True` whatever eval() says."""
+    torch.manual_seed(seed)
+    linear = torch.nn.Linear(3, width).double()
+    drop = torch.nn.Dropout(p).eval() if form == "nn.Dropout" else (
+        lambda t: torch.nn.functional.dropout(t, p))
+    inputs = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+    return torch.autograd.gradcheck(lambda t: drop(linear(t)), (inputs,), raise_exception=False)
+
+
+def test_r62f_1_eval_does_not_stop_functional_dropout(real_claims):
+    replay(real_claims, "how-to/check-gradients", "or pass by luck when the masks it compares happen to match",
+           gradcheck_passes_after_eval_whatever_the_dropout,
+           labelled(st.sampled_from([0.02, 0.05, 0.1, 0.5]), "p from 0.02 to 0.5"),
+           labelled(st.integers(1, 4), "Linear(3, width), width 1 to 4"), labelled(SEEDS, "seeds"),
+           labelled(st.sampled_from(["nn.Dropout", "F.dropout"]),
+                    "nn.Dropout, or F.dropout(t, p) in forward (training left True)"),
+           fails_on="F.dropout")
+
+
 NO_GRAD_VIEWS = {"t[:1]": lambda t: t[:1], "t.view(-1)": lambda t: t.view(-1),
                  "t.unsqueeze(0)": lambda t: t.unsqueeze(0), "t.t()": lambda t: t.t(),
                  "t.expand(2, 3, 2)": lambda t: t.expand(2, 3, 2), "t.select(0, 1)": lambda t: t.select(0, 1),
@@ -9595,21 +9617,25 @@ def test_r44b_4_a_gradient_on_another_device_is_invalid_too(real_claims):
 
 # -- r44f-1: check-gradients.md, "so `gradcheck` fails" on train-mode Dropout -----------
 
-def train_mode_dropout_fails_gradcheck(p, width, seed) -> bool:
+def train_mode_dropout_fails_gradcheck(p, width, seed, form) -> bool:
     """r44f-1, check-gradients.md (be9cf34:129-130): "Dropout in train mode draws a new
     mask per evaluation, so `gradcheck` fails on a right gradient", read as certain: a
-    small `p` or a narrow layer often draws the same mask every time, and it passes."""
+    small `p` or a narrow layer often draws the same mask every time, and it passes
+    (``form``: nn.Dropout, or F.dropout in forward, since r62f-1)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = torch.nn.Sequential(torch.nn.Linear(3, width), torch.nn.Dropout(p)).double()
+        linear = torch.nn.Linear(3, width).double()
+        drop = torch.nn.Dropout(p) if form == "nn.Dropout" else (lambda t: torch.nn.functional.dropout(t, p))
         x = torch.randn(3, dtype=torch.float64, requires_grad=True)
-        return not torch.autograd.gradcheck(model, (x,), raise_exception=False)
+        return not torch.autograd.gradcheck(lambda t: drop(linear(t)), (x,), raise_exception=False)
 
 
 def test_r44f_1_train_mode_dropout_can_pass_gradcheck(real_claims):
     replay(real_claims, "how-to/check-gradients", "or pass by luck when the masks it compares happen to match",
            train_mode_dropout_fails_gradcheck, labelled(st.sampled_from([0.02, 0.05, 0.1, 0.5]), "p from 0.02 to 0.5"),
-           labelled(st.integers(1, 4), "Linear(3, width), width 1 to 4"), labelled(SEEDS, "seeds"), fails_on="")
+           labelled(st.integers(1, 4), "Linear(3, width), width 1 to 4"), labelled(SEEDS, "seeds"),
+           labelled(st.sampled_from(["nn.Dropout", "F.dropout"]),
+                    "nn.Dropout, or F.dropout(t, p) in forward (training left True)"), fails_on="")
 
 # -- r47c-3: differentiation-apis.md, linearize's "`x` and the weights stay as they are" --
 
