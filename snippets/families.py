@@ -416,14 +416,16 @@ def labelled(strategy: st.SearchStrategy, name: str) -> st.SearchStrategy:
 # -- Where a gradient is inf or nan (anomaly mode's cases) ----------------------------
 
 # f and a point where f's backward makes an inf or a nan: in one backward function,
-# further back (sqrt(x**2)), or where autograd adds what two uses of x send back
-# (+inf and -inf), at a leaf or at an intermediate h that passes the sum on.
+# further back (sqrt(x**2)), in one whose NaN the later nodes pass on (sqrt(exp(3x-1)-2)),
+# or where autograd adds what two uses of x send back (+inf and -inf), at a leaf or at
+# an intermediate h that passes the sum on.
 NON_FINITE_GRADIENTS: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], float]] = {
     "sqrt at 0": (torch.sqrt, 0.0), "sqrt at -1": (torch.sqrt, -1.0),
     "log at 0": (torch.log, 0.0), "log at -1": (torch.log, -1.0),
     "1/x at 0": (torch.reciprocal, 0.0), "acos at 1": (torch.acos, 1.0),
     "asin at 2": (torch.asin, 2.0), "x**0.5 at 0": (lambda t: t ** 0.5, 0.0),
     "sqrt(x)*0 at 0": (lambda t: torch.sqrt(t) * 0, 0.0),
+    "sqrt(exp(3x-1)-2) at 0.5": (lambda t: torch.sqrt(torch.exp(t * 3 - 1) - 2), 0.5),
     "sqrt(x**2) at 0": (lambda t: torch.sqrt(t ** 2), 0.0),
     "sqrt(x) - sqrt(2x) at 0": (lambda t: torch.sqrt(t) - torch.sqrt(2 * t), 0.0),
     "log(x) - log(3x) at 0": (lambda t: torch.log(t) - torch.log(3 * t), 0.0),

@@ -565,6 +565,25 @@ def test_r56g_3_log_softmax_on_drawn_logits_in_float16(real_claims):
            fails_on="torch.float16")
 
 
+def printed_norm_is_finite_where_the_gradient_is(dtype, entry) -> bool:
+    """r62g-1 M, debug-nan-and-wrong-gradients.md (e6a1179:1001-1003): "prints
+    `p.grad.norm()` for each `p`": in a float16 model the norm is computed in float16
+    and is inf once it passes 65504, every entry of the gradient finite."""
+    layer = torch.nn.Linear(1000, 1).to(dtype)
+    layer(torch.full((1, 1000), entry).to(dtype)).sum().backward()
+    return all(bool(p.grad.norm().isfinite()) == bool(p.grad.isfinite().all()) for p in layer.parameters())
+
+
+def test_r62g_1_a_float16_gradient_s_norm_overflows(real_claims):
+    replay(real_claims, "how-to/debug-nan-and-wrong-gradients", "prints `p.grad.double().norm()` for each `p`",
+           printed_norm_is_finite_where_the_gradient_is,
+           labelled(st.sampled_from([torch.float16, torch.bfloat16, torch.float32, torch.float64]),
+                    "models in float16, bfloat16, float32, float64"),
+           labelled(st.sampled_from([1.0, 2400.0, 1e25, float("inf"), float("nan")]),
+                    "gradient entries 1, 2400, 1e25, inf, nan"),
+           fails_on="torch.float16")
+
+
 class Double(torch.autograd.Function):
     """error-messages.md's Double, rewritten with setup_context: no vmap rule, no jvp."""
     @staticmethod
