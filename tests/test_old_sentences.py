@@ -2760,6 +2760,25 @@ def test_r62f_1_eval_does_not_stop_functional_dropout(real_claims):
            fails_on="F.dropout")
 
 
+
+def test_r63f_1_a_compiled_function_that_returns_what_it_saves_is_not_donated(real_claims):
+    """r63f-1 (E), check-gradients.md (83070eb:812-817): after a training step on another
+    batch size "both raise ("compiled with non-empty donated buffers") if the compiled
+    backward saves a tensor the forward pass computed". torch.tanh saves tanh(x), which
+    it computed and returns: gradcheck passes. The page's check now draws it."""
+    [record] = [record for record in real_claims["how-to/check-gradients"]
+                if record["check"] == "check_property"
+                and "saves a tensor the forward pass computed and does not return" in " ".join(record["quote"].split())]
+    assert "torch.tanh" in record["families"][0], record["families"]
+    torch._dynamo.reset()
+    try:
+        compiled = torch.compile(torch.tanh, backend="aot_eager")
+        compiled(torch.randn(16, dtype=torch.float64, requires_grad=True)).sum().backward()
+        point = torch.randn(4, dtype=torch.float64, requires_grad=True)
+        assert torch.autograd.gradcheck(compiled, (point,)), "the old sentence: gradcheck raises"
+    finally:
+        torch._dynamo.reset()
+
 NO_GRAD_VIEWS = {"t[:1]": lambda t: t[:1], "t.view(-1)": lambda t: t.view(-1),
                  "t.unsqueeze(0)": lambda t: t.unsqueeze(0), "t.t()": lambda t: t.t(),
                  "t.expand(2, 3, 2)": lambda t: t.expand(2, 3, 2), "t.select(0, 1)": lambda t: t.select(0, 1),
