@@ -2633,12 +2633,14 @@ GRADCHECK_STATES = {"freshly compiled": None,
                     "a training step on plain data, batch 2": (False, 2),
                     "a training step on inputs that require grad, batch 4": (True, 4),
                     "a training step on inputs that require grad, batch 16": (True, 16)}
-GRADCHECK_FUNCTIONS = ("the tanh MLP", "tanh(x).sum()", "the page's g", "one Linear")
+GRADCHECK_FUNCTIONS = ("the tanh MLP", "tanh(x).sum()", "the page's g", "one Linear", "torch.tanh",
+                       "Linear · Tanh")
+GRADCHECK_MODULES = ("the tanh MLP", "one Linear", "Linear · Tanh")
 GRADCHECK_AFTER_TRAINING = st.sampled_from(
     [f"{function}, {state}" for function in GRADCHECK_FUNCTIONS for state in GRADCHECK_STATES
-     if function in ("the tanh MLP", "one Linear") or "plain data" not in state])
+     if function in GRADCHECK_MODULES or "plain data" not in state])
 GRADCHECK_AFTER_TRAINING.family_name = (
-    "an MLP, one Linear, tanh(x).sum() and the page's g under "
+    "an MLP, one Linear, tanh(x).sum(), torch.tanh, Linear · Tanh and the page's g under "
     "torch.compile(backend=\"aot_eager\"), fresh or after one training step, checked at batch 4")
 # r25h5 R5, R1: the page's family for its first compile sentence adds each module in
 # a loss computed outside it, and functions returning views of their input.
@@ -2650,11 +2652,11 @@ GRADCHECK_VIEWS = {"t[1:].t()": lambda t: t[1:].t(),
                    "a chunk in two": lambda t: t.chunk(2),
                    "an unbind": lambda t: t.unbind(0)}
 _COMPUTING = [f"{function}, {state}" for function in GRADCHECK_FUNCTIONS for state in GRADCHECK_STATES
-              if function in ("the tanh MLP", "one Linear") or "plain data" not in state]
+              if function in GRADCHECK_MODULES or "plain data" not in state]
 GRADCHECK_ALL_CASES = st.sampled_from(
     _COMPUTING
     + [f"{case}, in a loss" for case in _COMPUTING
-       if case.split(", ")[0] in ("the tanh MLP", "one Linear")]
+       if case.split(", ")[0] in GRADCHECK_MODULES]
     + [f"{function}, {state}" for function in GRADCHECK_VIEWS
        for state in ("freshly compiled", "a training step on inputs that require grad, batch 16")]
     + [f"{function}, freshly compiled, in a loss" for function in GRADCHECK_VIEWS
@@ -2678,6 +2680,10 @@ def compiled_mlp_after(case):
                                            torch.nn.Linear(8, 1)).double(), (lambda n: (n, 2))
     elif function == "one Linear":
         eager, shape = torch.nn.Linear(2, 1).double(), (lambda n: (n, 2))
+    elif function == "Linear · Tanh":
+        eager, shape = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.Tanh()).double(), (lambda n: (n, 2))
+    elif function == "torch.tanh":
+        eager, shape = torch.tanh, (lambda n: (n,))
     elif function in GRADCHECK_VIEWS:
         eager, shape = GRADCHECK_VIEWS[function], (lambda n: (n, 2))
     elif function == "tanh(x).sum()":
@@ -2700,8 +2706,9 @@ def compiled_mlp_after(case):
 def gradcheck_raises_after_any_training_step(state) -> bool:
     """Rows 1-2, check-gradients.md (f7cafa7:426-428): "when the function was first
     compiled by a training step (a forward pass and `backward()`), `gradcheck` raises
-    too", read of the usual step, on plain data of gradcheck's batch size."""
-    if state.endswith("freshly compiled"):
+    too", read of the usual step, on plain data of gradcheck's batch size (of the
+    functions the page drew then: torch.tanh and Linear · Tanh came with r63f-1)."""
+    if state.endswith("freshly compiled") or state.startswith(("torch.tanh", "Linear · Tanh")):
         return True
     compiled, inputs = compiled_mlp_after(state)
     try:
@@ -2761,23 +2768,55 @@ def test_r62f_1_eval_does_not_stop_functional_dropout(real_claims):
 
 
 
+def donated_buffers_whenever_it_saves_a_computed_tensor(case) -> bool:
+    """r63f-1 (E), check-gradients.md (83070eb:812-817): after a training step on an
+    input that required grad or on another batch size "both raise ("compiled with
+    non-empty donated buffers") if the compiled backward saves a tensor the forward pass
+    computed", read of torch.tanh and Linear · Tanh, which save tanh(x): they pass."""
+    function, state = case.split(", ", 1)
+    if state in ("freshly compiled", "a training step on plain data, batch 4") or function in (
+            "the page's g", "one Linear"):
+        return True
+    return donated_buffers_after_any_such_step(case)
+
+
 def test_r63f_1_a_compiled_function_that_returns_what_it_saves_is_not_donated(real_claims):
-    """r63f-1 (E), check-gradients.md (83070eb:812-817): after a training step on another
-    batch size "both raise ("compiled with non-empty donated buffers") if the compiled
-    backward saves a tensor the forward pass computed". torch.tanh saves tanh(x), which
-    it computed and returns: gradcheck passes. The page's check now draws it."""
-    [record] = [record for record in real_claims["how-to/check-gradients"]
+    replay(real_claims, "how-to/check-gradients", "After a training step on an input that required grad",
+           donated_buffers_whenever_it_saves_a_computed_tensor, GRADCHECK_AFTER_TRAINING,
+           fails_on="anh, a training step")  # torch.tanh or Linear · Tanh
+
+
+def test_r64e_2_a_micro_batch_that_counts_no_target_makes_the_shares_nan(real_claims):
+    """r64e-2 (M), accumulate (dbe71ba:1247-1249): "Weight each micro-batch's mean loss by
+    its share of the counted weight". A micro-batch whose targets are all of a class
+    weighted 0 has a nan mean, and its share 0 times it is nan: every gradient is nan.
+    The page's check now draws such micro-batches."""
+    [record] = [record for record in real_claims["how-to/accumulate-zero-and-reuse-gradients"]
                 if record["check"] == "check_property"
-                and "saves a tensor the forward pass computed and does not return" in " ".join(record["quote"].split())]
-    assert "torch.tanh" in record["families"][0], record["families"]
-    torch._dynamo.reset()
-    try:
-        compiled = torch.compile(torch.tanh, backend="aot_eager")
-        compiled(torch.randn(16, dtype=torch.float64, requires_grad=True)).sum().backward()
-        point = torch.randn(4, dtype=torch.float64, requires_grad=True)
-        assert torch.autograd.gradcheck(compiled, (point,)), "the old sentence: gradcheck raises"
-    finally:
-        torch._dynamo.reset()
+                and " ".join(record["quote"].split()).startswith("Sum the unreduced loss and divide")]
+    assert "counting no target" in record["families"][0], record["families"]
+    features = torch.randn(4, 3, dtype=torch.float64)
+    labels, class_weight = torch.tensor([0, 0, 1, 2]), torch.tensor([0.0, 1.0, 1.0, 1.0], dtype=torch.float64)
+    W = torch.zeros(3, 4, dtype=torch.float64, requires_grad=True)
+    for x, t, share in zip(features.chunk(2), labels.chunk(2), (0.0, 1.0)):
+        torch.nn.functional.cross_entropy(x @ W, t, weight=class_weight).mul(share).backward()
+    assert W.grad.isnan().all(), "the old sentence's recipe: the whole-batch gradient"
+
+
+def test_r64b_1_one_step_after_both_backward_passes_trains_d_with_g_s_loss():
+    """r64b-1 (M), error-messages (dbe71ba:1780): "Run both backward passes, then step
+    once." For a GAN whose losses both run through D(fake), D's step then also follows
+    the generator's loss: D's .grad is not its own loss's gradient. The sentence now
+    names its condition (both losses should train the same parameters)."""
+    torch.manual_seed(0)
+    G, D = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)
+    fake, real = G(torch.randn(4, 2)), torch.randn(4, 2)
+    d_loss = D(real).mean() - D(fake).mean()
+    g_loss = D(fake).mean()
+    own = torch.autograd.grad(d_loss, D.weight, retain_graph=True)[0]
+    d_loss.backward(retain_graph=True)
+    g_loss.backward()
+    assert not torch.allclose(D.weight.grad, own), "the old recipe: D's own gradient"
 
 NO_GRAD_VIEWS = {"t[:1]": lambda t: t[:1], "t.view(-1)": lambda t: t.view(-1),
                  "t.unsqueeze(0)": lambda t: t.unsqueeze(0), "t.t()": lambda t: t.t(),
@@ -4372,11 +4411,13 @@ def test_s9_r1_a_named_tensor_that_does_not_require_grad_raises(real_claims):
 
 # -- s9 howtoB: write-a-custom-autograd-function.md R2, R3/R4 and R5 --------------------
 
-def exported_function_keeps_its_backward(name, strict) -> bool:
+def exported_function_keeps_its_backward(name, before) -> bool:
     """s9 R2, write-a-custom-autograd-function.md: "already works under `torch.compile`
     and `torch.export`", read as the Function whole, its backward included. The
     exported program holds forward's operations only: exported Softplus has
-    autograd's derivative of relu + log1p(exp(-|x|)), 0 at 0, not its backward's 0.5."""
+    autograd's derivative of relu + log1p(exp(-|x|)), 0 at 0, not its backward's 0.5.
+    (The page's check now also draws a Linear before the Function: ``before`` is not
+    used here, the Function alone shows it.)"""
 
     class Sine(torch.autograd.Function):
         @staticmethod
@@ -4412,17 +4453,48 @@ def exported_function_keeps_its_backward(name, strict) -> bool:
 
     at = torch.tensor([-1.0, 0.0, 2.0], dtype=torch.float64)
     through = at.clone().requires_grad_(True)
-    torch.export.export(Applying(), (at,), strict=strict).module()(through).sum().backward()
+    torch.export.export(Applying(), (at,)).module()(through).sum().backward()
     leaf = at.clone().requires_grad_(True)
     function.apply(leaf).sum().backward()
     return torch.allclose(through.grad, leaf.grad)
 
 
 def test_s9_r2_export_drops_the_custom_backward(real_claims):
-    replay(real_claims, "how-to/write-a-custom-autograd-function", "`torch.export`, strict or not, keeps only",
+    replay(real_claims, "how-to/write-a-custom-autograd-function", "`torch.export`, with its default `strict=False`",
            exported_function_keeps_its_backward,
            labelled(st.sampled_from(["MyFunction", "Softplus", "SoftplusWithVmapRule"]), "this page's Functions so far"),
-           labelled(st.booleans(), "strict=False or True"), fails_on="Softplus")
+           labelled(st.booleans(), "alone, or after a Linear(3, 3) whose weights require grad"), fails_on="Softplus")
+
+
+def test_r64d_1_strict_export_drops_a_function_after_trained_weights():
+    """r64d-1 (E), write-a-custom-autograd-function.md (dbe71ba:1203-1206): "`torch.export`,
+    strict or not, keeps only the operations of `forward`, and the exported program
+    differentiates them". Strict export runs forward with grad off: after a Linear whose
+    weights require grad, the Function's output needs no grad and backward raises."""
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * x
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return 2 * grad_output * ctx.saved_tensors[0]
+
+    class Applying(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(3, 3)
+
+        def forward(self, t):
+            return Square.apply(self.layer(t))
+
+    exported = torch.export.export(Applying(), (torch.randn(2, 3),), strict=True).module()
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        exported(torch.randn(2, 3)).sum().backward()
 
 
 def float32_backward_without_autocast_off(run, dtype) -> None:
