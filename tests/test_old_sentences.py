@@ -2793,7 +2793,7 @@ def test_r64e_2_a_micro_batch_that_counts_no_target_makes_the_shares_nan(real_cl
     The page's check now draws such micro-batches."""
     [record] = [record for record in real_claims["how-to/accumulate-zero-and-reuse-gradients"]
                 if record["check"] == "check_property"
-                and " ".join(record["quote"].split()).startswith("Sum the unreduced loss and divide")]
+                and " ".join(record["quote"].split()).startswith("In one process, sum the unreduced loss")]
     assert "counting no target" in record["families"][0], record["families"]
     features = torch.randn(4, 3, dtype=torch.float64)
     labels, class_weight = torch.tensor([0, 0, 1, 2]), torch.tensor([0.0, 1.0, 1.0, 1.0], dtype=torch.float64)
