@@ -1165,7 +1165,7 @@ def leaky_relu_is_as_good_as_a_smooth_activation(name, hidden_layers, seed) -> b
 
 def test_audit_3_leaky_relu_also_has_no_second_derivative(real_claims):
     replay(real_claims, "how-to/differentiate-a-network-output-with-respect-to-its-input",
-           "A ReLU network has $u_{xx} = 0$", leaky_relu_is_as_good_as_a_smooth_activation,
+           "A network of linear layers and ReLU has $u_{xx} = 0$", leaky_relu_is_as_good_as_a_smooth_activation,
            st.sampled_from(["GELU", "LeakyReLU", "ReLU", "SiLU", "Softplus", "Tanh"]),
            st.integers(1, 2), SEEDS, fails_on="'LeakyReLU'")
 
@@ -2838,6 +2838,39 @@ def test_r65f_1_a_batch_of_one_compiles_anew_after_a_step(real_claims):
     compiled(torch.randn(4, 2, dtype=torch.float64, requires_grad=True)).sum().backward()
     one = torch.randn(1, 2, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(compiled, (one,)), "the old sentence: gradcheck raises"
+
+
+def test_r66a_1_an_eval_lstm_writes_in_place_under_linearize(real_claims):
+    """r66a-1 (M), pass-options (064b67a:478-479): "PyTorch layers that write in place
+    inside, such as `nn.RMSNorm`, `nn.GRU` and `nn.RNN`", read as the list to go by: a
+    float64 nn.LSTM in eval() with frozen weights linearizes with no error, and from the
+    second call on jvp_fn(u) is not J u. The sentence now names nn.LSTM too."""
+    quotes = [record["quote"] for record in real_claims["how-to/pass-options-to-torch-func-transforms"]
+              if "layers that write in place inside" in record["quote"]]
+    assert quotes and all("`nn.LSTM`" in quote for quote in quotes), quotes
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(4, 5, batch_first=True).double().eval().requires_grad_(False)
+    at = torch.randn(2, 3, 4, dtype=torch.float64)
+    u = torch.ones_like(at)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        _value, jvp_fn = torch.func.linearize(lambda t: lstm(t)[0], at)
+    want = torch.func.jvp(lambda t: lstm(t)[0], (at,), (u,))[1]
+    calls = [jvp_fn(u) for _ in range(2)]
+    assert torch.allclose(calls[0], want) and not torch.allclose(calls[1], want), "the old list: no in-place LSTM"
+
+
+def test_audit5_12_a_complex_input_makes_the_input_shaped_seed_raise(real_claims):
+    """audit5 #12, non-scalar (064b67a:564-566): "For an elementwise function of `x` alone
+    ... the two always have the same shape, so the wrong seed runs": for abs of a complex
+    x the shapes match and the seed torch.ones_like(x) raises (its dtype is complex, the
+    output's real). The sentence now says from a real x to a real y."""
+    quotes = [record["quote"] for record in real_claims["how-to/backpropagate-from-a-non-scalar-output"]
+              if "always have the same shape" in record["quote"]]
+    assert quotes and all("from a real `x` to a real `y`" in quote for quote in quotes), quotes
+    x = torch.randn(3, dtype=torch.complex64, requires_grad=True)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        x.abs().backward(torch.ones_like(x))
 
 
 def test_r65b_1_targets_of_minus_100_are_ignored_without_ignore_index(real_claims):
@@ -5060,7 +5093,7 @@ def test_s10_refa_r2_inputs_fills_a_non_leafs_grad(real_claims):
                                                       "x.reshape(-1, 1)"])), min_size=1, max_size=3),
                     "chains of 1 to 3 of 2 * x, exp, x + 1, flip, double, x[:1], reshape"),
            labelled(st.integers(0, 3), "which tensor of the chain is named, 0 the leaf"),
-           fails_on="['x[:1]', 'x + 1', 'x.double()'], 2")
+           fails_on="['exp', 'exp', 'flip'], 2")  # the member r66b-1's quote draws first
 
 
 # -- s10 refB: the glossary's per-sample gradients and version counter ----------------
