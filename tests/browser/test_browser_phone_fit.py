@@ -264,15 +264,17 @@ TRACE_CATEGORIES = ["devtools.timeline", "disabled-by-default-devtools.timeline"
 
 
 def main_thread_task_ms(trace: bytes) -> list[float]:
-    """Each task's CPU time on the pages' main threads (renderer main), in ms."""
+    """Each task's CPU time on the pages' main threads (renderer main), in ms. A task
+    the trace gives no CPU time (seen under load: a few of a page's tasks) counts its
+    wall time, which is never less: the sum stays an upper bound."""
     events = json.loads(trace)["traceEvents"]
     main = {(e["pid"], e["tid"]) for e in events
             if e.get("ph") == "M" and e.get("name") == "thread_name"
             and e["args"].get("name") == "CrRendererMain"}
     tasks = [e for e in events if e.get("name") == "RunTask" and e.get("ph") == "X"
              and (e["pid"], e["tid"]) in main]
-    assert tasks and all("tdur" in e for e in tasks), "the trace has no tasks' CPU times"
-    return [e["tdur"] / 1000 for e in tasks]
+    assert any("tdur" in e for e in tasks), "the trace has no tasks' CPU times"
+    return [e.get("tdur", e["dur"]) / 1000 for e in tasks]
 
 
 def test_long_pages_do_not_block_a_phone(context, traffic):
