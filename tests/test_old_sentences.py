@@ -2822,15 +2822,22 @@ def test_r64b_1_one_step_after_both_backward_passes_trains_d_with_g_s_loss():
     assert not torch.allclose(D.weight.grad, own), "the old recipe: D's own gradient"
 
 
+def assert_checks_now_quote(claims, page: str, quoting: str, words: str) -> None:
+    """Every check of docs/<page>.md whose quote holds ``quoting`` quotes ``words``:
+    the narrowed sentence, not the old one, is what is checked (whitespace folded)."""
+    fold = lambda text: " ".join(text.split())  # noqa: E731
+    quotes = [record["quote"] for record in claims[page] if fold(quoting) in fold(record["quote"])]
+    assert quotes and all(fold(words) in fold(quote) for quote in quotes), (page, quotes)
+
+
 def test_r65f_1_a_batch_of_one_compiles_anew_after_a_step(real_claims):
     """r65f-1 (E), check-gradients (77a5941:812-815): after a training step on an input
     that required grad, gradcheck and gradgradcheck "both raise ("compiled with non-empty
     donated buffers")" if the compiled backward saves a computed tensor. Checked at a
     batch of one, the tanh MLP compiles anew (size 1 is specialized): gradcheck passes.
     The sentence now says "can raise"; its check still draws batch 4."""
-    quotes = [record["quote"] for record in real_claims["how-to/check-gradients"]
-              if " ".join(record["quote"].split()).startswith("After a training step (a forward pass")]
-    assert quotes and all("both can raise instead" in quote for quote in quotes), quotes
+    assert_checks_now_quote(real_claims, "how-to/check-gradients", "After a training step (a forward pass",
+                            "both can raise instead")
     torch.manual_seed(0)
     mlp = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1)).double()
     torch._dynamo.reset()
@@ -2845,9 +2852,8 @@ def test_r66a_1_an_eval_lstm_writes_in_place_under_linearize(real_claims):
     inside, such as `nn.RMSNorm`, `nn.GRU` and `nn.RNN`", read as the list to go by: a
     float64 nn.LSTM in eval() with frozen weights linearizes with no error, and from the
     second call on jvp_fn(u) is not J u. The sentence now names nn.LSTM too."""
-    quotes = [record["quote"] for record in real_claims["how-to/pass-options-to-torch-func-transforms"]
-              if "layers that write in place inside" in record["quote"]]
-    assert quotes and all("`nn.LSTM`" in quote for quote in quotes), quotes
+    assert_checks_now_quote(real_claims, "how-to/pass-options-to-torch-func-transforms",
+                            "layers that write in place inside", "`nn.LSTM`")
     torch.manual_seed(0)
     lstm = torch.nn.LSTM(4, 5, batch_first=True).double().eval().requires_grad_(False)
     at = torch.randn(2, 3, 4, dtype=torch.float64)
@@ -2865,9 +2871,8 @@ def test_audit5_12_a_complex_input_makes_the_input_shaped_seed_raise(real_claims
     ... the two always have the same shape, so the wrong seed runs": for abs of a complex
     x the shapes match and the seed torch.ones_like(x) raises (its dtype is complex, the
     output's real). The sentence now says from a real x to a real y."""
-    quotes = [record["quote"] for record in real_claims["how-to/backpropagate-from-a-non-scalar-output"]
-              if "always have the same shape" in record["quote"]]
-    assert quotes and all("from a real `x` to a real `y`" in quote for quote in quotes), quotes
+    assert_checks_now_quote(real_claims, "how-to/backpropagate-from-a-non-scalar-output",
+                            "always have the same shape", "from a real `x` to a real `y`")
     x = torch.randn(3, dtype=torch.complex64, requires_grad=True)
     with pytest.raises(RuntimeError, match="same dtype"):
         x.abs().backward(torch.ones_like(x))
@@ -2880,9 +2885,7 @@ def test_r65b_1_targets_of_minus_100_are_ignored_without_ignore_index(real_claim
     passed, .mean() of the unreduced loss is not the loss's own mean."""
     for page, start in (("reference/error-messages", "For `cross_entropy` or `nll_loss` with class-index"),
                         ("how-to/backpropagate-from-a-non-scalar-output", "A classification loss with class-index")):
-        quotes = [record["quote"] for record in real_claims[page]
-                  if " ".join(record["quote"].split()).startswith(start)]
-        assert quotes and all("ignored targets (`ignore_index`, -100 by default)" in quote for quote in quotes), quotes
+        assert_checks_now_quote(real_claims, page, start, "ignored targets (`ignore_index`, -100 by default)")
     scores, labels = torch.randn(6, 4, dtype=torch.float64), torch.tensor([1, 3, -100, 0, -100, 2])
     unreduced = torch.nn.functional.cross_entropy(scores, labels, reduction="none")
     builtin = torch.nn.functional.cross_entropy(scores, labels)
