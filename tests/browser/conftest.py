@@ -29,8 +29,14 @@ from urllib.parse import urlparse
 import pytest
 from built_site import DESKTOP, ROOT, SITE, site_prefix
 from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import expect
 
 FAILURES = ROOT / "_build" / "browser-failures"
+
+# How long an `expect` waits for what it checks. Playwright's 5 s failed CI
+# once under its load (stop 61: the :target of a 0.5 MB page, set in 0.4-0.7 s
+# here under 12 busy loops). A check that holds returns as soon as it does.
+expect.set_options(timeout=15_000)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -371,9 +371,12 @@ def test_a_detail_opens_the_check_at_its_line(page, traffic):
     marker.click()
     link = page.locator("#" + marker.get_attribute("aria-controls") + " a")
     line = int(link.get_attribute("href").rsplit("#L-", 1)[1])
-    link.click()
+    # The numbered source is ~0.5 MB: its :target is set as it loads.
+    with page.expect_navigation(url=re.compile(f"#L-{line}$"), wait_until="load"):
+        link.click()
     target = page.locator(":target")
-    expect(target).to_have_attribute("id", f"L-{line}")
+    expect(target, f"the :target of {page.url} is not line {line}").to_have_attribute(
+        "id", f"L-{line}")
     expect(target).to_be_in_viewport()
     source = (ROOT / "docs" / path.replace(".html", ".md")).read_text(encoding="utf8")
     assert " ".join(source.splitlines()[line - 1].split()) in " ".join(target.inner_text().split())

@@ -39,7 +39,7 @@ def open_first_result(page, query: str) -> tuple[str, set[str]]:
     """Search, open the first result: its link's text, and the search page's stop words."""
     page.goto(f"search.html?q={quote_plus(query)}")
     expect(page.locator(".search-summary")).to_have_text(
-        re.compile("Search finished"), timeout=15_000)
+        re.compile("Search finished"))
     stop_words = set(page.evaluate("[...stopwords]"))
     first = page.locator("#search-results li a").first
     heading = first.text_content()

@@ -31,7 +31,7 @@ FIRST_AT_LEAST = 0.9
 def results(page, base_url) -> list[str]:
     """The result pages, in rank order, as paths without .html."""
     expect(page.locator(".search-summary")).to_have_text(
-        re.compile("Search finished|did not match"), timeout=15_000)
+        re.compile("Search finished|did not match"))
     hrefs = page.eval_on_selector_all("#search-results li a", "as => as.map(a => a.href)")
     return [href.removeprefix(base_url).split("#")[0].removesuffix(".html") for href in hrefs]
 
