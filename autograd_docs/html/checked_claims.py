@@ -320,7 +320,8 @@ def _relative(page_uri: str, target: str) -> str:
 
 def write_source_lines(app: Sphinx, docname: str) -> None:
     """The page's source as a numbered HTML page: line n is ``#L-n``, highlighted
-    when opened at it, so a reader lands on the check the reveal names."""
+    when opened at it, with a few lines above it in view, so a reader lands on the
+    check the reveal names, in the site's light or dark theme, as they chose."""
     from pygments import highlight
     from pygments.formatters import HtmlFormatter
     from pygments.lexers import MarkdownLexer
@@ -331,18 +332,32 @@ def write_source_lines(app: Sphinx, docname: str) -> None:
         linenos="inline", linespans="L", anchorlinenos=True, lineanchors="L", wrapcode=True
     )
     body = highlight(path.read_text(encoding="utf8"), MarkdownLexer(), formatter)
-    back = "../" * name.count("/") + "../" + app.builder.get_target_uri(docname)
+    up = "../" * name.count("/") + "../"
+    back = up + app.builder.get_target_uri(docname)
+    # The site's code colours, light and dark (furo's pygments.css), and the theme
+    # the reader chose on the site (furo keeps it in localStorage), as furo applies it.
     html = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{name}, numbered: the source of the page and its checks</title>
+<link rel="stylesheet" href="{up}_static/pygments.css">
 <style>
 body {{ font-family: system-ui, sans-serif; margin: 1rem; }}
 pre {{ font-size: 0.85rem; line-height: 1.45; overflow-x: auto; }}
+pre span[id] {{ scroll-margin-top: 6em; }}  /* a few lines above the one opened */
 pre span[id]:target {{ background: #fff3b0; display: inline-block; min-width: 100%; }}
-{formatter.get_style_defs(".highlight")}
+pre a {{ color: inherit; }}  /* the line numbers */
+body[data-theme="dark"] {{ background: #131416; color: #cfd0d0; }}
+body[data-theme="dark"] p a {{ color: #79b8ff; }}
+body[data-theme="dark"] pre span[id]:target {{ background: #3d3300; }}
+@media (prefers-color-scheme: dark) {{
+  body[data-theme="auto"] {{ background: #131416; color: #cfd0d0; }}
+  body[data-theme="auto"] p a {{ color: #79b8ff; }}
+  body[data-theme="auto"] pre span[id]:target {{ background: #3d3300; }}
+}}
 </style></head>
-<body><p><a href="{back}">Back to the page</a>. The source of <code>{name}</code>,
+<body><script>document.body.dataset.theme = localStorage.getItem("theme") || "auto";</script>
+<p><a href="{back}">Back to the page</a>. The source of <code>{name}</code>,
 with the hidden checks the page does not show; each line is numbered.</p>
 {body}</body></html>
 """

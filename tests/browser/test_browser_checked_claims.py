@@ -363,7 +363,10 @@ def test_a_page_without_claims_has_no_toggle(page, traffic):
 @NO_CLAIMS
 def test_a_detail_opens_the_check_at_its_line(page, traffic):
     """The link a detail gives lands on the check's line in the numbered source,
-    highlighted, and the line is the one the page's source has there."""
+    highlighted, with the lines above it in view, and the line is the one the
+    page's source has there. The source page takes the theme the reader chose
+    on the site (here the system's: dark), and the line and the text around it
+    are legible in either."""
     path = DRIVEN[0]
     open_page(page, path, PHONE)
     reveal(page)
@@ -378,6 +381,25 @@ def test_a_detail_opens_the_check_at_its_line(page, traffic):
     expect(target, f"the :target of {page.url} is not line {line}").to_have_attribute(
         "id", f"L-{line}")
     expect(target).to_be_in_viewport()
+    above = page.locator(f"span#L-{line - 3}")
+    expect(above).to_be_in_viewport()
     source = (ROOT / "docs" / path.replace(".html", ".md")).read_text(encoding="utf8")
     assert " ".join(source.splitlines()[line - 1].split()) in " ".join(target.inner_text().split())
+    page.emulate_media(color_scheme="dark")
+    assert page.evaluate("document.body.dataset.theme") == "auto"
+    assert page.evaluate(BACKGROUND_LUMINANCE, "body") < 0.05, "not dark for a dark system"
+    inject_axe(page)
+    assert not accessibility_problems(page, f"body > p, #L-{line}")
     assert not traffic.console_errors, traffic.console_errors
+
+
+# The relative luminance (WCAG) of the background colour of the first element
+# the selector finds; 1 (white, as a browser draws it) when it has none.
+BACKGROUND_LUMINANCE = """selector => {
+  const [r, g, b, alpha = 1] = getComputedStyle(document.querySelector(selector))
+    .backgroundColor.match(/[\\d.]+/g).map(Number);
+  if (alpha < 1) return 1;
+  const [R, G, B] = [r, g, b].map(v => v / 255)
+    .map(c => c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4);
+  return 0.2126 * R + 0.7152 * G + 0.0722 * B;
+}"""
