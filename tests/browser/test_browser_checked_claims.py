@@ -364,9 +364,9 @@ def test_a_page_without_claims_has_no_toggle(page, traffic):
 def test_a_detail_opens_the_check_at_its_line(page, traffic):
     """The link a detail gives lands on the check's line in the numbered source,
     highlighted, with the lines above it in view, and the line is the one the
-    page's source has there. The source page takes the theme the reader chose
-    on the site (here the system's: dark), and the line and the text around it
-    are legible in either."""
+    page's source has there. The source page takes the system's theme (dark
+    here) unless the reader chose one on the site (light here), and the line and
+    the text around it are legible in either theme."""
     path = DRIVEN[0]
     open_page(page, path, PHONE)
     reveal(page)
@@ -388,6 +388,9 @@ def test_a_detail_opens_the_check_at_its_line(page, traffic):
     page.emulate_media(color_scheme="dark")
     assert page.evaluate("document.body.dataset.theme") == "auto"
     assert page.evaluate(BACKGROUND_LUMINANCE, "body") < 0.05, "not dark for a dark system"
+    page.evaluate("localStorage.setItem('theme', 'light')")  # as furo's toggle keeps it
+    page.reload(wait_until="load")
+    assert page.evaluate(BACKGROUND_LUMINANCE, "body") > 0.9, "the reader's light choice"
     inject_axe(page)
     assert not accessibility_problems(page, f"body > p, #L-{line}")
     assert not traffic.console_errors, traffic.console_errors
