@@ -80,6 +80,10 @@ def serve(path: str) -> None:
                 code = 1
                 try:
                     code = _run(request)
+                except BaseException:  # os._exit below would end it unsaid
+                    import traceback
+
+                    traceback.print_exc()
                 finally:
                     sys.stdout.flush()
                     sys.stderr.flush()

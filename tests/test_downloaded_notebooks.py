@@ -111,7 +111,11 @@ class ReaderPython:
         """``download`` run top to bottom, alone in ``folder``, in a stock kernel."""
         shutil.copyfile(download, folder / download.name)
         notebook = nbformat.read(folder / download.name, as_version=4)
-        kernel = KernelManager(kernel_name=KERNEL, kernel_spec_manager=self.specs)
+        # Over Unix sockets beside the folder, not TCP ports: ports picked free by
+        # three workers' kernels at once collided (a kernel died binding one, a
+        # client's message reached another kernel: "Invalid Signature").
+        kernel = KernelManager(kernel_name=KERNEL, kernel_spec_manager=self.specs,
+                               transport="ipc", ip=str(folder.parent / "kernel"))
         try:
             return nbclient.execute(notebook, cwd=str(folder), km=kernel, timeout=120)
         finally:  # nbclient leaves a kernel it was given running
