@@ -41,6 +41,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
 from autograd_docs.devkit.executed import merged_streams
+from autograd_docs.devkit.stock_kernel import kernel_manager_config
 from autograd_docs.html import plain_markdown as plain
 from autograd_docs.html.helper_cell import TITLE, Helpers, reader_distributions
 from autograd_docs.html.notebooks import (
@@ -111,11 +112,10 @@ class ReaderPython:
         """``download`` run top to bottom, alone in ``folder``, in a stock kernel."""
         shutil.copyfile(download, folder / download.name)
         notebook = nbformat.read(folder / download.name, as_version=4)
-        # Over Unix sockets beside the folder, not TCP ports: ports picked free by
-        # three workers' kernels at once collided (a kernel died binding one, a
-        # client's message reached another kernel: "Invalid Signature").
+        # Its sockets beside the folder, not in it; over TCP, kernels three workers
+        # started at once collided on ports ("Invalid Signature", a dead kernel).
         kernel = KernelManager(kernel_name=KERNEL, kernel_spec_manager=self.specs,
-                               transport="ipc", ip=str(folder.parent / "kernel"))
+                               config=kernel_manager_config(str(folder.parent)))
         try:
             return nbclient.execute(notebook, cwd=str(folder), km=kernel, timeout=120)
         finally:  # nbclient leaves a kernel it was given running
