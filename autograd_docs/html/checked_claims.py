@@ -334,13 +334,18 @@ def write_source_lines(app: Sphinx, docname: str) -> None:
     body = highlight(path.read_text(encoding="utf8"), MarkdownLexer(), formatter)
     up = "../" * name.count("/") + "../"
     back = up + app.builder.get_target_uri(docname)
+    # The site's icon (Sphinx copies it into _static): without one a browser asks
+    # the server for /favicon.ico, a 404 in the reader's console.
+    favicon = app.config.html_favicon or ""
+    href = favicon if "://" in favicon else f"{up}_static/{Path(favicon).name}"
+    icon = f'<link rel="icon" href="{href}">\n' if favicon else ""
     # The site's code colours, light and dark (furo's pygments.css), and the theme
     # the reader chose on the site (furo keeps it in localStorage), as furo applies it.
     html = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{name}, numbered: the source of the page and its checks</title>
-<link rel="stylesheet" href="{up}_static/pygments.css">
+{icon}<link rel="stylesheet" href="{up}_static/pygments.css">
 <style>
 body {{ font-family: system-ui, sans-serif; margin: 1rem; }}
 pre {{ font-size: 0.85rem; line-height: 1.45; overflow-x: auto; }}

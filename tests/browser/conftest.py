@@ -3,9 +3,9 @@
 The site in ``_build/html`` (``make html``; ``make test`` builds it first) is served
 on a loopback port under the path it has when hosted (html_baseurl's path, as
 written into robots.txt), so the 404 page's absolute links are checked too. The
-plugin's ``page`` and ``context`` fixtures open it; ``traffic`` refuses and records
-every request to another origin and every console error: the pages must be
-complete with the network off. A failing test leaves a full-page screenshot of
+plugin's ``page`` and ``context`` fixtures open it; the browser reaches no host
+but the site's, and ``traffic`` records every request to another origin and
+every console error: the pages must be complete with the network off. A failing test leaves a full-page screenshot of
 each page it had open in ``_build/browser-failures/`` and names them in its
 report (``pytest_runtest_makereport`` below).
 
@@ -61,13 +61,18 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
-# Debian's Chromium in a container: no sandbox, no GPU, nothing fetched in the background.
+# Debian's Chromium in a container: no sandbox, no GPU, nothing fetched in the
+# background, and no host but the loopback address the site is served on: a
+# request to another origin fails in the browser (``watch`` records it). Not
+# Playwright's request routing: a round trip to this process for every request,
+# with the browser's cache off, was a quarter of the browser tests' CPU (bench/README.md).
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
     "--disable-background-networking",
     "--disable-component-update",
     "--no-first-run",
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
 ]
 
 
@@ -153,21 +158,17 @@ class Traffic:
 
 
 def watch(context, base_url: str, seen: Traffic) -> None:
-    """Refuse, and record in ``seen``, every request ``context`` makes to another
-    origin; record its console errors there too."""
+    """Record in ``seen`` every request ``context`` makes to another origin (the
+    browser refuses them: ``CHROMIUM_ARGS``), and its console errors."""
     origin = urlparse(base_url)
 
-    def route(route_):
-        url = urlparse(route_.request.url)
-        if url.scheme in {"data", "blob"} or (url.scheme, url.netloc) == (
-            origin.scheme, origin.netloc
-        ):
-            route_.continue_()
-        else:
-            seen.foreign_requests.append(route_.request.url)
-            route_.abort()
+    def request(request_):
+        url = urlparse(request_.url)
+        if url.scheme not in {"data", "blob"} and (url.scheme, url.netloc) != (
+                origin.scheme, origin.netloc):
+            seen.foreign_requests.append(request_.url)
 
-    context.route("**/*", route)
+    context.on("requestfailed", request)
     context.on("console", lambda msg: msg.type == "error" and seen.console_errors.append(
         f"{msg.text} ({msg.location.get('url')})"))
     context.on("weberror", lambda error: seen.console_errors.append(

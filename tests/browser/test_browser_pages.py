@@ -22,6 +22,7 @@ answers opened: test_browser_phone_fit.py.)
 from __future__ import annotations
 
 import json
+from urllib.parse import urlparse
 
 import pytest
 from built_site import PHONE, SITE, accessibility_problems, inject_axe, next_frame, site_pages
@@ -120,6 +121,26 @@ def test_page_is_complete_and_accessible_in_light_and_dark(page, traffic, path):
                  for url in traffic.foreign_requests]
     problems += [f"console error: {error}" for error in traffic.console_errors]
     assert not problems, f"{path}:\n  " + "\n  ".join(problems)
+
+
+def test_a_request_to_another_origin_is_refused_and_recorded(page, traffic, base_url):
+    """What "no foreign request" above rests on: the browser reaches no host but the
+    site's (conftest.CHROMIUM_ARGS), and ``traffic`` names each request a page made
+    elsewhere. ``localhost`` at the site's own port would answer without the
+    browser's refusal; port 9 of the site's host answers nothing either way."""
+    page.goto("index.html", wait_until="load")
+    site = urlparse(base_url)
+    elsewhere = ["https://cdn.example.org/mathjax.js",
+                 f"http://localhost:{site.port}{site.path}index.html",
+                 f"http://{site.hostname}:9/font.woff2"]
+    reached = page.evaluate("""urls => Promise.all(urls.map(url => fetch(url, {mode: 'no-cors'})
+        .then(() => url, () => null)))""", elsewhere)
+    for _ in range(100):  # the failures' events reach Python after the page sees them
+        if len(traffic.foreign_requests) >= len(elsewhere):
+            break
+        page.wait_for_timeout(50)
+    assert reached == [None] * len(elsewhere), f"the browser reached another origin: {reached}"
+    assert sorted(traffic.foreign_requests) == sorted(elsewhere), traffic.foreign_requests
 
 
 def test_the_header_and_sidebar_every_page_shares_are_accessible(page, traffic):
