@@ -47,10 +47,9 @@ lint: $(INSTALLED) ## Check the Python with ruff, the engine with ruff format an
 doctest: $(INSTALLED) ## Run the {doctest} blocks on every page
 	$(SPHINXBUILD) -b doctest -d $(BUILDDIR)/doctrees-doctest docs $(BUILDDIR)/doctest
 
-# -n 3 on 2 cores: the suite waits (Chromium, builds' servers, timeouts): on an
-# idle machine its CPU-s fill at most 71 % of two cores' wall, so a third worker
-# runs in those waits (bench/README.md, "cut a third time"); --dist loadgroup
-# keeps each xdist_group in one worker.
+# -n 3 on 2 cores: with Chromium's CPU counted the two cores are busy 98 % of
+# the run, and a fourth worker gained nothing (bench/README.md, stop 62);
+# --dist loadgroup keeps each xdist_group in one worker.
 pytest: $(INSTALLED) $(NODE_MODULES) ## Run the snippets and tests/ (tests/browser: the built site in Chromium)
 	$(PYTHON) -m pytest -n 3 --dist loadgroup
 
