@@ -328,9 +328,9 @@ def write_source_lines(app: Sphinx, docname: str) -> None:
 
     path = Path(app.env.doc2path(docname))
     name = path.relative_to(app.srcdir).as_posix()
-    formatter = HtmlFormatter(
-        linenos="inline", linespans="L", anchorlinenos=True, lineanchors="L", wrapcode=True
-    )
+    # Each line a span with the id L-n; its number links to it (Pygments takes the
+    # links' prefix from linespans: lineanchors too would give each id twice).
+    formatter = HtmlFormatter(linenos="inline", linespans="L", anchorlinenos=True, wrapcode=True)
     body = highlight(path.read_text(encoding="utf8"), MarkdownLexer(), formatter)
     up = "../" * name.count("/") + "../"
     back = up + app.builder.get_target_uri(docname)

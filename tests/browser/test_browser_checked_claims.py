@@ -364,7 +364,7 @@ def test_a_page_without_claims_has_no_toggle(page, traffic):
 def test_a_detail_opens_the_check_at_its_line(page, traffic):
     """The link a detail gives lands on the check's line in the numbered source,
     highlighted, with the lines above it in view, and the line is the one the
-    page's source has there. The source page takes the system's theme (dark
+    page's source has there (no id stands twice in it). The source page takes the system's theme (dark
     here) unless the reader chose one on the site (light here), and the line and
     the text around it are legible in either theme."""
     path = DRIVEN[0]
@@ -383,6 +383,8 @@ def test_a_detail_opens_the_check_at_its_line(page, traffic):
     expect(target).to_be_in_viewport()
     above = page.locator(f"span#L-{line - 3}")
     expect(above).to_be_in_viewport()
+    ids = page.evaluate("() => [...document.querySelectorAll('[id]')].map(e => e.id)")
+    assert len(ids) == len(set(ids)), "an id the numbered source gives twice"
     source = (ROOT / "docs" / path.replace(".html", ".md")).read_text(encoding="utf8")
     assert " ".join(source.splitlines()[line - 1].split()) in " ".join(target.inner_text().split())
     page.emulate_media(color_scheme="dark")
