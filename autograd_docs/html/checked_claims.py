@@ -350,7 +350,10 @@ def write_source_lines(app: Sphinx, docname: str) -> None:
 body {{ font-family: system-ui, sans-serif; margin: 1rem; }}
 pre {{ font-size: 0.85rem; line-height: 1.45; overflow-x: auto; }}
 pre span[id] {{ scroll-margin-top: 6em; }}  /* a few lines above the one opened */
-pre span[id]:target {{ background: #fff3b0; display: inline-block; min-width: 100%; }}
+/* A block as wide as the longest line: the line opened is marked across the
+   code, and the next line still starts below it (inline-block, it ran on to
+   the block's right, out of sight). */
+pre span[id]:target {{ background: #fff3b0; display: block; width: max-content; min-width: 100%; }}
 pre a {{ color: inherit; }}  /* the line numbers */
 body[data-theme="dark"] {{ background: #131416; color: #cfd0d0; }}
 body[data-theme="dark"] p a {{ color: #79b8ff; }}
