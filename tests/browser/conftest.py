@@ -158,17 +158,21 @@ class Traffic:
 
 
 def watch(context, base_url: str, seen: Traffic) -> None:
-    """Record in ``seen`` every request ``context`` makes to another origin (the
-    browser refuses them: ``CHROMIUM_ARGS``), and its console errors."""
+    """Record in ``seen`` each request ``context`` makes to another origin, and its
+    console errors. The browser resolves no host but the site's (``CHROMIUM_ARGS``),
+    so such a request fails, and its failure is what is recorded (requests that
+    succeed cost this process nothing). The one origin a page could still reach
+    is another port of the site's address, which nothing the site writes can name:
+    the port is picked when the test starts."""
     origin = urlparse(base_url)
 
-    def request(request_):
-        url = urlparse(request_.url)
+    def failed(request):
+        url = urlparse(request.url)
         if url.scheme not in {"data", "blob"} and (url.scheme, url.netloc) != (
                 origin.scheme, origin.netloc):
-            seen.foreign_requests.append(request_.url)
+            seen.foreign_requests.append(request.url)
 
-    context.on("requestfailed", request)
+    context.on("requestfailed", failed)
     context.on("console", lambda msg: msg.type == "error" and seen.console_errors.append(
         f"{msg.text} ({msg.location.get('url')})"))
     context.on("weberror", lambda error: seen.console_errors.append(
