@@ -27,7 +27,7 @@ import time
 from urllib.parse import unquote, urldefrag, urlparse
 
 import pytest
-from built_site import DESKTOP, PHONE, ROOT, SITE, site_pages, site_prefix
+from built_site import DESKTOP, PHONE, ROOT, SITE, render_every_section, site_pages, site_prefix
 from PIL import Image
 from playwright.sync_api import Error as PlaywrightError
 
@@ -384,6 +384,10 @@ def test_figure_text_is_legible_on_a_phone(page, traffic):
     for path in [path for path in CONTENT if "_images/" in (SITE / path).read_text("utf8")]:
         page.goto(path, wait_until="load")
         page.wait_for_function("() => [...document.images].every(img => img.complete)")
+        # Every section laid out first, as a reader who scrolled to a figure sees it
+        # (site.css skips those below the screen): a figure once read 0 px wide
+        # here, in one rehearsal of 6 (not reproduced; the skipping is the suspect).
+        render_every_section(page)
         for src, natural, shown in page.evaluate(FIGURES):
             file = SITE / unquote(urlparse(src).path).removeprefix(prefix)
             with Image.open(file) as png:
