@@ -485,9 +485,22 @@ def build_site(tmp_path: Path, *options: str, snippets: Path = ROOT / "snippets"
     return result.stdout + result.stderr, pages
 
 
+WARM = {settings.IDLE_SWITCH: "120"}
+
+
 @pytest.mark.build
-def test_a_parallel_build_shares_one_server_and_leaves_nothing_behind(tmp_path, temp):
-    log, pages = build_site(tmp_path, TMPDIR=str(temp))
+def test_a_parallel_build_whose_warm_folder_is_open_to_others_runs_its_own_server(
+        tmp_path, temp, monkeypatch):
+    """A warm folder another user could reach is never used: the build starts a
+    server of its own, as a build with no idle time does (``make test``'s), which
+    both readers share and which ends with the build, leaving nothing behind."""
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))  # where the build looks (TMPDIR)
+    folder = warm_server.folder_of(tmp_path / "src")
+    folder.mkdir()
+    folder.chmod(0o755)
+    log, pages = build_site(tmp_path, TMPDIR=str(temp), **WARM)
+    assert "warm fork server not used" in log and "open to others" in log, log
+    assert list(folder.iterdir()) == [], "nothing was put in it"
     parents = {page.split("ppid ")[1].split()[0] for page in pages}
     assert len(parents) == 1, "both pages were forked by the same server"
     assert all("fork server off" not in line for line in log.splitlines())
@@ -497,14 +510,11 @@ def test_a_parallel_build_shares_one_server_and_leaves_nothing_behind(tmp_path, 
          "print(torch.rand(2).tolist())"], capture_output=True, text=True).stdout.strip()
     assert all(f"draw {oracle}" in page for page in pages)
     assert all("page_runner.py" in page for page in pages)
-    assert not list(temp.glob(fork_server.FOLDER_PREFIX + "*")), (
-        "the build removed its server's socket folder")
     assert not (tmp_path / "doctrees" / "jupyter").exists(), "no kernelspec is written"
     server_pid = int(next(iter(parents)))
     assert wait_until_dead(server_pid), "the server is gone when the build ends"
-
-
-WARM = {settings.IDLE_SWITCH: "120"}
+    assert [path for path in temp.glob(fork_server.FOLDER_PREFIX + "*") if path.is_dir()] == [
+        folder], "the build removed its server's socket folder"  # the open one stays, empty
 
 
 def forked_by(pages: list[str]) -> int:
@@ -515,17 +525,27 @@ def forked_by(pages: list[str]) -> int:
 
 
 @pytest.mark.build
-def test_the_next_build_forks_its_pages_from_the_warm_server(tmp_path):
-    _, first = build_site(tmp_path, **WARM)
+def test_the_next_build_forks_from_the_warm_server_until_the_snippets_change(tmp_path):
+    """A build leaves its server running; the next build of the site forks its
+    pages from it; a build whose snippets changed stops it and starts another;
+    ``make clean`` stops that one, and nothing is left."""
+    snippets = tmp_path / "snippets"
+    snippets.mkdir()
+    (snippets / "helper.py").write_text("X = 1\n")
+    _, first = build_site(tmp_path, snippets=snippets, **WARM)
     server, folder = forked_by(first), warm_server.folder_of(tmp_path / "src")
     try:
         assert alive(server) and (folder / "server.sock").exists(), "it outlives the build"
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700, "nobody else can reach it"
-        _, second = build_site(tmp_path, edit="# edited", **WARM)
+        _, second = build_site(tmp_path, snippets=snippets, edit="# edited", **WARM)
         assert forked_by(second) == server, "the next build forked its pages from it"
         before, after = ({int(page.split("pid ")[1].split()[0]) for page in pages}
                          for pages in (first, second))
         assert not before & after and server not in after, "each page a process of its own"
+        (snippets / "helper.py").write_text("X = 2\n")
+        _, third = build_site(tmp_path, snippets=snippets, edit="# edited again", **WARM)
+        old, server = server, forked_by(third)
+        assert server != old and not alive(old), "the old server was stopped first"
     finally:
         warm_server.stop(tmp_path / "src")  # what make clean does
     assert wait_until_dead(server) and not folder.exists(), "stopped, it leaves nothing"
@@ -545,36 +565,6 @@ def test_a_warm_server_exits_once_idle_for_its_idle_time(tmp_path):
     assert ran.cells[0].outputs[0].text.strip() == str(server_pid), "forked from it"
     assert wait_until_dead(server_pid, timeout=60)
     assert not folder.exists() and not Path(start_lock.path(str(folder))).exists()
-
-
-@pytest.mark.build
-def test_a_changed_environment_stops_the_warm_server_and_starts_another(tmp_path):
-    snippets = tmp_path / "snippets"
-    snippets.mkdir()
-    (snippets / "helper.py").write_text("X = 1\n")
-    _, first = build_site(tmp_path, snippets=snippets, **WARM)
-    (snippets / "helper.py").write_text("X = 2\n")
-    try:
-        _, second = build_site(tmp_path, snippets=snippets, edit="# edited", **WARM)
-        assert forked_by(second) != forked_by(first)
-        assert not alive(forked_by(first)), "the old server was stopped first"
-    finally:
-        warm_server.stop(tmp_path / "src")
-
-
-@pytest.mark.build
-def test_a_warm_folder_open_to_others_is_never_used(tmp_path):
-    folder = warm_server.folder_of(tmp_path / "src")
-    folder.mkdir()
-    folder.chmod(0o755)
-    try:
-        log, pages = build_site(tmp_path, **WARM)
-        assert "warm fork server not used" in log and "open to others" in log, log
-        assert list(folder.iterdir()) == [], "nothing was put in it"
-        assert wait_until_dead(forked_by(pages)), "the build's own server ended with it"
-    finally:
-        folder.rmdir()
-        Path(start_lock.path(str(folder))).unlink(missing_ok=True)
 
 
 @pytest.mark.parametrize("idle", ["inf", "-1", "soon", "86401"])
