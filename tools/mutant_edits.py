@@ -10,6 +10,7 @@ sentence a hidden check quotes. Offsets are in the page's text.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass
 
@@ -208,7 +209,8 @@ def apply(text: str, edit: Edit) -> str:
     return text[:edit.start] + edit.replacement + text[edit.end:]
 
 
-def fenced_blocks(text: str) -> list[tuple[int, int]]:
+@functools.lru_cache(maxsize=4)  # a page's quotes are looked up one after another
+def fenced_blocks(text: str) -> tuple[tuple[int, int], ...]:
     """Where the page's backtick fences (code cells, doctests, math) start and end."""
     blocks, opened = [], None
     for line in re.finditer(r"^(`{3,}|~{3,}).*$", text, re.MULTILINE):
@@ -217,7 +219,7 @@ def fenced_blocks(text: str) -> list[tuple[int, int]]:
         elif line.group().strip() == opened.group(1):
             blocks.append((opened.start(), line.end()))
             opened = None
-    return blocks
+    return tuple(blocks)
 
 
 def quote_spans(text: str, quote: str) -> list[tuple[int, int]]:
