@@ -1,0 +1,39 @@
+"""bench/README.md's ledger names the test that holds each guarantee the suite had
+at ``d59c23e`` (issue 41): a test renamed, merged or removed must be moved there too,
+or the ledger sends a maintainer to a test that no longer exists. No build."""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LEDGER_HEADING = "#### Every guarantee the suite had at `d59c23e`"
+# The tests, as "- `<file under tests/>`: name, name, ..." (``test_`` left off).
+STILL_NAMED = re.compile(r"^- `([\w/]+\.py)`: (.+)$", re.MULTILINE)
+# A test or fixture name in backticks, a parametrized id after it allowed.
+NAME = re.compile(r"`([a-z][a-z0-9_]*)(?:\[[^`]*\])?`")
+
+
+def ledger() -> str:
+    text = (ROOT / "bench" / "README.md").read_text(encoding="utf8")
+    start = text.index(LEDGER_HEADING)
+    return text[start:text.index("\n#", start + len(LEDGER_HEADING))]
+
+
+def defined(path: Path) -> set[str]:
+    return set(re.findall(r"^\s*def (\w+)\(", path.read_text(encoding="utf8"), re.MULTILINE))
+
+
+def test_every_test_the_ledger_names_exists():
+    section = ledger()
+    files = STILL_NAMED.findall(section)
+    assert len(files) > 20, "the ledger's list of tests under their d59c23e names is gone"
+    missing = [f"{file}: test_{name}" for file, names in files
+               for name in (n.strip() for n in names.split(","))
+               if f"test_{name}" not in defined(ROOT / "tests" / file)]
+    everywhere = set().union(*(defined(path) for path in (ROOT / "tests").rglob("*.py")))
+    rows = [line.split(" | ") for line in section.splitlines() if line.startswith("| ")]
+    held_by = [name for row in rows[2:] for name in NAME.findall(row[1])]
+    assert len(held_by) > 20, "the ledger's table of changed tests is gone"
+    missing += [f"held now by `{name}`" for name in held_by
+                if name not in everywhere and f"test_{name}" not in everywhere]
+    assert not missing, "bench/README.md names tests that do not exist:\n" + "\n".join(missing)
