@@ -205,7 +205,7 @@ def check_property(holds: Callable[..., bool | None], *families, claim: str | No
                 raise  # the families themselves failed to draw: not a counterexample
             # Hypothesis replays the counterexample it reports last.
             members, failure = failures[-1]
-            shown = ", ".join(repr(member) for member in members)
+            shown = counterexample(members)
             why = "" if failure is None else (
                 str(failure).strip() if isinstance(failure, AssertionError)
                 else f"{type(failure).__name__}: {failure}")
@@ -358,6 +358,11 @@ def _strategy_words(call: ast.expr) -> str:
 # each: enough to tell "tensor([0., 0.], dtype=torch.float16)" from its float32 twin.
 MEMBERS_LISTED = 6
 MEMBER_WIDTH = 80
+
+
+def counterexample(members: tuple) -> str:
+    """How ``check_property``'s failure names the members that broke the sentence."""
+    return ", ".join(repr(member) for member in members)
 
 
 def _members(drawn: list[tuple]) -> dict:

@@ -68,6 +68,7 @@ from oracle import (  # noqa: E402
     check_close,
     check_property,
     check_text,
+    counterexample,
     family_name,
     finite_difference_jacobian,
 )
@@ -128,7 +129,7 @@ def replay(claims, page: str, quote: str, old_sentence, *families, fails_on: str
     assert record["families"] == [family_name(family) for family in families], (
         f"{where} draws from other families than this replay: revisit it")
     def on_the_named_members(*members):  # the others are drawn as the check draws them
-        return old_sentence(*members) if fails_on in ", ".join(map(repr, members)) else None
+        return old_sentence(*members) if fails_on in counterexample(members) else None
 
     try:
         check_property(on_the_named_members, *families, claim=record["claim"],
