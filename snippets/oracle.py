@@ -40,7 +40,14 @@ MIN_QUOTE_WORDS = 4
 
 
 class ClaimFailed(AssertionError):
-    """A sentence on the page is no longer true of what PyTorch computes."""
+    """A sentence on the page is no longer true of what PyTorch computes.
+
+    From ``check_property``, it also says which members broke the sentence
+    (``shown``, as its message names them) and why (``because``; empty when
+    the sentence's check returned False)."""
+
+    shown: str = ""
+    because: str = ""
 
 
 def finite_difference_jacobian(
@@ -150,6 +157,11 @@ def check_differs(actual, belief, claim: str | None = None, *, quote: str | None
         f"{_side(b, belief_t)} by more than {atol:g}"))
 
 
+def shown_members(members: tuple) -> str:
+    """How ``check_property``'s failure names the members that broke the sentence."""
+    return ", ".join(repr(member) for member in members)
+
+
 def check_property(holds: Callable[..., bool | None], *families, claim: str | None = None,
                    quote: str | None = None, examples: int | None = None,
                    fixed: str | None = None, shrink: bool = True) -> None:
@@ -205,13 +217,15 @@ def check_property(holds: Callable[..., bool | None], *families, claim: str | No
                 raise  # the families themselves failed to draw: not a counterexample
             # Hypothesis replays the counterexample it reports last.
             members, failure = failures[-1]
-            shown = counterexample(members)
-            why = "" if failure is None else (
+            failed = ClaimFailed()
+            failed.shown = shown_members(members)
+            failed.because = "" if failure is None else (
                 str(failure).strip() if isinstance(failure, AssertionError)
                 else f"{type(failure).__name__}: {failure}")
-            why = f"\n  because: {why}" if why else ""
-            raise ClaimFailed(f"claim no longer holds: {claim}\n"
-                              f"  counterexample: {shown}{why}") from None
+            why = f"\n  because: {failed.because}" if failed.because else ""
+            failed.args = (f"claim no longer holds: {claim}\n"
+                           f"  counterexample: {failed.shown}{why}",)
+            raise failed from None
         finally:
             _inside_property = outer
     names = [family_name(family) for family in families]
@@ -358,11 +372,6 @@ def _strategy_words(call: ast.expr) -> str:
 # each: enough to tell "tensor([0., 0.], dtype=torch.float16)" from its float32 twin.
 MEMBERS_LISTED = 6
 MEMBER_WIDTH = 80
-
-
-def counterexample(members: tuple) -> str:
-    """How ``check_property``'s failure names the members that broke the sentence."""
-    return ", ".join(repr(member) for member in members)
 
 
 def _members(drawn: list[tuple]) -> dict:

@@ -68,9 +68,9 @@ from oracle import (  # noqa: E402
     check_close,
     check_property,
     check_text,
-    counterexample,
     family_name,
     finite_difference_jacobian,
+    shown_members,
 )
 from reader_settings import (  # noqa: E402
     AMP_LOSSES,
@@ -129,20 +129,20 @@ def replay(claims, page: str, quote: str, old_sentence, *families, fails_on: str
     assert record["families"] == [family_name(family) for family in families], (
         f"{where} draws from other families than this replay: revisit it")
     def on_the_named_members(*members):  # the others are drawn as the check draws them
-        return old_sentence(*members) if fails_on in counterexample(members) else None
+        return old_sentence(*members) if fails_on in shown_members(members) else None
 
     try:
         check_property(on_the_named_members, *families, claim=record["claim"],
                        examples=record["examples"], shrink=False)
     except ClaimFailed as failure:
-        shown = str(failure).split("counterexample: ", 1)[1]
+        member, why = failure.shown, failure.because
     else:
         pytest.fail(f"{where}: the old sentence holds for every one of the check's "
                     f"{record['examples']} members; raise its examples= until it fails",
                     pytrace=False)
-    member, _, why = shown.partition("\n  because: ")
-    assert fails_on in member, f"{where}: failed on another member: {shown}"
-    assert (because in why) if because else not why, f"{where}: failed for another reason: {shown}"
+    assert fails_on in member, f"{where}: failed on another member: {member}, because: {why}"
+    assert (because in why) if because else not why, (
+        f"{where}: failed for another reason: {why or 'it returned False'} (on {member})")
 
 
 # -- A1, A2: when the ones seed gives the diagonal of J -------------------------------
@@ -8116,7 +8116,7 @@ def test_n39a_3_r41c_1_linearize_row_every_call_raises(old_sentence, fails_on):
         check_property(lambda seed: all(old_sentence(kind, train, seed) for kind in IN_PLACE_KINDS
                                         for train in (False, True)),
                        IN_PLACE_MODELS[2], examples=3, claim=f"the torch.func.linearize row: {IN_PLACE_ROW}")
-    assert fails_on in str(failure.value).split("counterexample: ", 1)[1], str(failure.value)
+    assert fails_on in failure.value.shown, str(failure.value)
 
 
 def every_grad_mode_call_raises(kind, train, seed) -> bool:
