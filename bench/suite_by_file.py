@@ -27,23 +27,25 @@ from pathlib import Path
 DURATION = re.compile(r"^([\d.]+)s (?:setup|call|teardown)\s+(\S+?)::", re.MULTILINE)
 
 
-def seconds_by_file(log: str) -> Counter[str]:
-    """Test file (under tests/) -> its tests' worker-seconds in ``log``."""
+def seconds_by_file(log: str, name: str = "the log") -> Counter[str]:
+    """Test file (under tests/) -> its tests' worker-seconds in ``log``. A file
+    whose every step took under 5 ms is not in pytest's report, so not here."""
     found: Counter[str] = Counter()
     for seconds, path in DURATION.findall(log):
         found[path.removeprefix("tests/")] += float(seconds)
     if not found:
-        raise SystemExit("no --durations=0 lines in the log: run pytest with --durations=0")
+        raise SystemExit(f"no --durations=0 lines in {name}: run pytest with --durations=0")
     return found
 
 
 def table(before: Counter[str], after: Counter[str] | None = None) -> str:
     """Markdown, the largest file first (by ``after`` when there are two runs)."""
     runs = [before] if after is None else [before, after]
-    order = sorted(set().union(*runs), key=lambda name: -runs[-1][name])
+    order = sorted(set().union(*runs), key=lambda name: (-runs[-1][name], name))
     head = ["file", "worker-s"] if after is None else ["file", "before", "after"]
     rows = [head, ["---"] + ["---:"] * len(runs)]
-    rows += [[f"`{name}`", *(f"{run[name]:,.0f}" for run in runs)] for name in order]
+    rows += [[f"`{name}`", *(f"{run[name]:,.0f}" if name in run else "–" for run in runs)]
+             for name in order]
     rows.append(["**all**", *(f"**{sum(run.values()):,.0f}**" for run in runs)])
     return "\n".join("| " + " | ".join(row) + " |" for row in rows)
 
@@ -71,7 +73,8 @@ def main(argv: list[str]) -> None:
     if argv[:1] == ["run"] and len(argv) >= 2:
         run(Path(argv[1]), argv[2:])
     elif argv[:1] == ["table"] and len(argv) in (2, 3):
-        logs = [seconds_by_file(Path(name).read_text(encoding="utf8")) for name in argv[1:]]
+        logs = [seconds_by_file(Path(name).read_text(encoding="utf8"), name)
+                for name in argv[1:]]
         print(table(*logs))
     else:
         raise SystemExit(__doc__)

@@ -41,12 +41,13 @@ def test_every_test_the_ledger_names_exists():
     missing = [f"{file}: test_{name}" for file, names in files
                for name in (n.strip() for n in names.split(","))
                if f"test_{name}" not in defined(ROOT / "tests" / file)]
-    tests = list((ROOT / "tests").rglob("*.py"))
-    everywhere = {name for path in tests for name in defined(path) if name.startswith("test_")}
-    everywhere |= set().union(*map(fixtures, tests))
+    test_files = list((ROOT / "tests").rglob("*.py"))
+    tests_and_fixtures = {name for path in test_files for name in defined(path)
+                          if name.startswith("test_")}
+    tests_and_fixtures |= set().union(*map(fixtures, test_files))
     rows = [line.split(" | ") for line in section.splitlines() if line.startswith("| ")]
     held_by = [name for row in rows[2:] for name in NAME.findall(row[1])]
     assert len(held_by) > 20, "the ledger's table of changed tests is gone"
     missing += [f"held now by `{name}`" for name in held_by
-                if name not in everywhere and f"test_{name}" not in everywhere]
+                if name not in tests_and_fixtures and f"test_{name}" not in tests_and_fixtures]
     assert not missing, "bench/README.md names tests or fixtures that do not exist:\n" + "\n".join(missing)
